@@ -1,0 +1,148 @@
+// File: backend/backend.h
+//
+// Backend: the namespace and file operations the FUSE daemon serves, behind
+// one interface, so a second backend (remote storage) is an addition rather
+// than a rewrite of fusefs/. A backend names its objects by NodeId, holds a
+// lookup count per node the way the kernel's FUSE protocol does, and gives
+// out File and Dir handles for open objects.
+//
+// Results: 0 (or a byte count) on success, -errno on failure. The exact
+// errno matters: it is what the application sees (STYLE.md 7).
+//
+// Thread safety: every method may be called concurrently, for the same node
+// too. A handle is released exactly once, after every call using it returned.
+#ifndef FGDS_BACKEND_BACKEND_H_
+#define FGDS_BACKEND_BACKEND_H_
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/io_engine.h"
+
+namespace fgds::backend {
+
+using NodeId = uint64_t;
+
+// The identity of the process a request comes from. Objects a caller creates
+// belong to it (uid, gid, and the group rules of the parent directory);
+// groups are the caller's supplementary groups.
+struct Caller {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+  std::vector<gid_t> groups;
+};
+
+struct Entry {
+  NodeId node = 0;
+  struct stat attr = {};
+};
+
+// Fields of SetAttr; combined as a bit mask in SetAttrRequest::valid.
+enum SetAttrField : unsigned {
+  kSetMode = 1 << 0,
+  kSetUid = 1 << 1,
+  kSetGid = 1 << 2,
+  kSetSize = 1 << 3,
+  kSetAtime = 1 << 4,
+  kSetMtime = 1 << 5,
+  kSetAtimeNow = 1 << 6,
+  kSetMtimeNow = 1 << 7,
+  kSetCtime = 1 << 8,
+};
+
+class File;
+class Dir;
+
+struct SetAttrRequest {
+  unsigned valid = 0;  // SetAttrField bits
+  struct stat attr = {};
+  File* file = nullptr;  // an open handle of the node, if the caller has one
+};
+
+// One directory entry, as ReadDir reports it. `next_offset` resumes after it.
+struct DirEntry {
+  const char* name;
+  ino_t ino;
+  unsigned type;  // d_type
+  off_t next_offset;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The root directory's id: always valid, never forgotten.
+  virtual NodeId root() const = 0;
+  virtual IoEngine& engine() = 0;
+
+  // Namespace. Lookup and every call that returns an Entry add one to the
+  // node's lookup count; Forget takes `count` away and drops the node at 0.
+  virtual int Lookup(NodeId parent, const char* name, Entry* out) = 0;
+  virtual void Forget(NodeId node, uint64_t count) = 0;
+  virtual int GetAttr(NodeId node, struct stat* out) = 0;
+  virtual int SetAttr(NodeId node, const SetAttrRequest& request,
+                      struct stat* out) = 0;
+  virtual int ReadLink(NodeId node, std::string* target) = 0;
+  virtual int MkNod(const Caller& caller, NodeId parent, const char* name,
+                    mode_t mode, dev_t rdev, Entry* out) = 0;
+  virtual int MkDir(const Caller& caller, NodeId parent, const char* name,
+                    mode_t mode, Entry* out) = 0;
+  virtual int SymLink(const Caller& caller, const char* target, NodeId parent,
+                      const char* name, Entry* out) = 0;
+  virtual int Link(NodeId node, NodeId new_parent, const char* new_name,
+                   Entry* out) = 0;
+  virtual int Unlink(NodeId parent, const char* name) = 0;
+  virtual int RmDir(NodeId parent, const char* name) = 0;
+  // flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE.
+  virtual int Rename(NodeId parent, const char* name, NodeId new_parent,
+                     const char* new_name, unsigned flags) = 0;
+  virtual int StatFs(NodeId node, struct statvfs* out) = 0;
+
+  // Extended attributes. GetXattr and ListXattr return the value's size
+  // (size 0 asks for the size only) or -errno (-ERANGE if `size` is short).
+  virtual int SetXattr(NodeId node, const char* name, const void* value,
+                       size_t size, int flags) = 0;
+  virtual int GetXattr(NodeId node, const char* name, void* value,
+                       size_t size) = 0;
+  virtual int ListXattr(NodeId node, char* list, size_t size) = 0;
+  virtual int RemoveXattr(NodeId node, const char* name) = 0;
+
+  // Files. `flags` are open(2) flags. Create makes and opens a regular file.
+  virtual int Open(NodeId node, int flags, File** out) = 0;
+  virtual int Create(const Caller& caller, NodeId parent, const char* name,
+                     mode_t mode, int flags, Entry* entry, File** out) = 0;
+  // Flush runs at every close(2) of a descriptor of the file.
+  virtual int Flush(File* file) = 0;
+  virtual void Release(File* file) = 0;
+  // Data goes through engine() with the handle's fd (FileFd); these are the
+  // calls without a data buffer.
+  virtual int Fsync(File* file, bool datasync) = 0;
+  virtual int Fallocate(File* file, int mode, off_t offset, off_t length) = 0;
+  virtual ssize_t CopyFileRange(File* in, off_t in_offset, File* out,
+                                off_t out_offset, size_t len,
+                                unsigned flags) = 0;
+  virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
+  virtual int FileFd(File* file) = 0;
+  // True when the kernel's cached pages of this file are still valid (the
+  // file did not change outside the mount since the last open).
+  virtual bool KeepCache(File* file) = 0;
+
+  // Directories. ReadDir calls `emit` for entries from `offset` on until it
+  // returns false (the entry was not taken) or the directory ends.
+  virtual int OpenDir(NodeId node, Dir** out) = 0;
+  virtual int ReadDir(Dir* dir, off_t offset,
+                      const std::function<bool(const DirEntry&)>& emit) = 0;
+  virtual void ReleaseDir(Dir* dir) = 0;
+  virtual int FsyncDir(Dir* dir, bool datasync) = 0;
+};
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_BACKEND_H_

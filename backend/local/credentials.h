@@ -1,0 +1,43 @@
+// File: backend/local/credentials.h
+//
+// ScopedCredentials makes the calling thread act as a FUSE caller on the
+// backing filesystem: filesystem uid, gid and supplementary groups of that
+// caller, so what it creates gets the owner, group and permission checks a
+// local filesystem would give (setgid directories included). Only this
+// thread changes: setfsuid/setfsgid are per-thread, and setgroups is called
+// as a raw syscall because glibc's wrapper changes every thread.
+//
+// Thread safety: affects only the constructing thread; restore happens in
+// the destructor on that same thread.
+#ifndef FGDS_BACKEND_LOCAL_CREDENTIALS_H_
+#define FGDS_BACKEND_LOCAL_CREDENTIALS_H_
+
+#include <sys/types.h>
+
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace fgds::backend {
+
+class ScopedCredentials {
+ public:
+  explicit ScopedCredentials(const Caller& caller);
+  ~ScopedCredentials();
+  ScopedCredentials(const ScopedCredentials&) = delete;
+  ScopedCredentials& operator=(const ScopedCredentials&) = delete;
+
+  // 0, or the -errno that prevented switching (the operation must not run).
+  int error() const { return error_; }
+
+ private:
+  bool switched_ = false;
+  int error_ = 0;
+  uid_t saved_uid_ = 0;
+  gid_t saved_gid_ = 0;
+  std::vector<gid_t> saved_groups_;
+};
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_LOCAL_CREDENTIALS_H_

@@ -1,0 +1,108 @@
+// File: backend/local/local_backend.h
+//
+// LocalBackend: a passthrough onto a backing directory. Every node is an
+// O_PATH descriptor (InodeTable) and every operation is the matching *at()
+// system call on it, so the backing filesystem does the real work and gives
+// the real errors. File data goes through the IoEngine (io_uring).
+//
+// The daemon runs as root; calls that create objects take the caller's
+// credentials (ScopedCredentials). Permission checks for everything else are
+// the kernel's (FUSE default_permissions) before a request reaches us.
+//
+// Example:
+//   auto backend = LocalBackend::Create("/var/lib/fgds/data", {});
+//   if (!backend.ok()) return backend.status();
+#ifndef FGDS_BACKEND_LOCAL_LOCAL_BACKEND_H_
+#define FGDS_BACKEND_LOCAL_LOCAL_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "backend/local/inode_table.h"
+
+namespace fgds::backend {
+
+class LocalBackend : public Backend {
+ public:
+  // Serves `root_dir`, which must be an existing directory. The process
+  // umask must be 0 (the kernel already applied the caller's).
+  static absl::StatusOr<std::unique_ptr<LocalBackend>> Create(
+      const std::string& root_dir, const IoEngineOptions& engine_options);
+  ~LocalBackend() override;
+
+  NodeId root() const override { return kRootNode; }
+  IoEngine& engine() override { return *engine_; }
+  // Why io_uring is not in use, or empty.
+  const std::string& engine_fallback_reason() const { return fallback_; }
+  size_t node_count() { return inodes_.size(); }
+
+  int Lookup(NodeId parent, const char* name, Entry* out) override;
+  void Forget(NodeId node, uint64_t count) override;
+  int GetAttr(NodeId node, struct stat* out) override;
+  int SetAttr(NodeId node, const SetAttrRequest& request,
+              struct stat* out) override;
+  int ReadLink(NodeId node, std::string* target) override;
+  int MkNod(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+            dev_t rdev, Entry* out) override;
+  int MkDir(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+            Entry* out) override;
+  int SymLink(const Caller& caller, const char* target, NodeId parent,
+              const char* name, Entry* out) override;
+  int Link(NodeId node, NodeId new_parent, const char* new_name,
+           Entry* out) override;
+  int Unlink(NodeId parent, const char* name) override;
+  int RmDir(NodeId parent, const char* name) override;
+  int Rename(NodeId parent, const char* name, NodeId new_parent,
+             const char* new_name, unsigned flags) override;
+  int StatFs(NodeId node, struct statvfs* out) override;
+
+  int SetXattr(NodeId node, const char* name, const void* value, size_t size,
+               int flags) override;
+  int GetXattr(NodeId node, const char* name, void* value,
+               size_t size) override;
+  int ListXattr(NodeId node, char* list, size_t size) override;
+  int RemoveXattr(NodeId node, const char* name) override;
+
+  int Open(NodeId node, int flags, File** out) override;
+  int Create(const Caller& caller, NodeId parent, const char* name,
+             mode_t mode, int flags, Entry* entry, File** out) override;
+  int Flush(File* file) override;
+  void Release(File* file) override;
+  int Fsync(File* file, bool datasync) override;
+  int Fallocate(File* file, int mode, off_t offset, off_t length) override;
+  ssize_t CopyFileRange(File* in, off_t in_offset, File* out, off_t out_offset,
+                        size_t len, unsigned flags) override;
+  off_t Lseek(File* file, off_t offset, int whence) override;
+  int FileFd(File* file) override;
+  bool KeepCache(File* file) override;
+
+  int OpenDir(NodeId node, Dir** out) override;
+  int ReadDir(Dir* dir, off_t offset,
+              const std::function<bool(const DirEntry&)>& emit) override;
+  void ReleaseDir(Dir* dir) override;
+  int FsyncDir(Dir* dir, bool datasync) override;
+
+ private:
+  LocalBackend(int root_fd, const struct stat& root_stat,
+               std::unique_ptr<IoEngine> engine, std::string fallback);
+
+  // Looks `name` up under `parent` and registers the result (one lookup).
+  int LookupEntry(LocalInode& parent, const char* name, Entry* out);
+  // Remembers the file's current mtime and size; returns whether they equal
+  // what was remembered before (the kernel's cached pages are still valid).
+  bool RememberCacheState(LocalInode& inode, int fd);
+
+  InodeTable inodes_;
+  std::unique_ptr<IoEngine> engine_;
+  std::string fallback_;
+};
+
+// "/proc/self/fd/N": how the O_PATH descriptor of a node is reopened or used
+// with calls that take no descriptor (chmod, truncate, xattrs).
+std::string ProcFdPath(int fd);
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_LOCAL_LOCAL_BACKEND_H_

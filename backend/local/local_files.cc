@@ -1,0 +1,120 @@
+// LocalBackend: open files and the data calls without a buffer.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "backend/local/credentials.h"
+#include "backend/local/local_backend.h"
+
+namespace fgds::backend {
+
+// An open file: a real descriptor of the backing file plus its node.
+class File {
+ public:
+  File(int fd_in, LocalInode& inode_in, bool keep_cache_in)
+      : fd(fd_in), inode(inode_in), keep_cache(keep_cache_in) {}
+  const int fd;
+  LocalInode& inode;
+  const bool keep_cache;
+};
+
+bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  absl::MutexLock lock(&inode.cache_mu);
+  bool same = inode.cache_known &&
+              inode.cache_mtime.tv_sec == st.st_mtim.tv_sec &&
+              inode.cache_mtime.tv_nsec == st.st_mtim.tv_nsec &&
+              inode.cache_size == st.st_size;
+  inode.cache_known = true;
+  inode.cache_mtime = st.st_mtim;
+  inode.cache_size = st.st_size;
+  return same;
+}
+
+int LocalBackend::Open(NodeId node, int flags, File** out) {
+  LocalInode& inode = inodes_.Get(node);
+  // O_PATH descriptors cannot do I/O: reopen the inode through /proc. The
+  // name in the backing directory may have changed; the inode has not.
+  flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW);
+  int fd = open(ProcFdPath(inode.fd).c_str(), flags);
+  if (fd < 0) return -errno;
+  bool keep = RememberCacheState(inode, fd);
+  *out = new File(fd, inode, keep);
+  return 0;
+}
+
+int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
+                         mode_t mode, int flags, Entry* entry, File** out) {
+  LocalInode& dir = inodes_.Get(parent);
+  int fd;
+  {
+    ScopedCredentials creds(caller);
+    if (creds.error() != 0) return creds.error();
+    fd = openat(dir.fd, name, (flags | O_CREAT) & ~(O_NOCTTY | O_NOFOLLOW),
+                mode);
+    if (fd < 0) return -errno;
+  }
+  // Pin the inode we created, not whatever the name points to by now.
+  int path_fd = open(ProcFdPath(fd).c_str(), O_PATH);
+  if (path_fd < 0 ||
+      fstatat(path_fd, "", &entry->attr, AT_EMPTY_PATH) != 0) {
+    int err = errno;
+    if (path_fd >= 0) close(path_fd);
+    close(fd);
+    return -err;
+  }
+  entry->node = inodes_.Insert(path_fd, entry->attr);
+  LocalInode& inode = inodes_.Get(entry->node);
+  RememberCacheState(inode, fd);
+  *out = new File(fd, inode, false);
+  return 0;
+}
+
+int LocalBackend::Flush(File* file) {
+  // Closing a duplicate gives the backing filesystem its close-time work
+  // (e.g. NFS writes back) without closing our handle.
+  int fd = dup(file->fd);
+  if (fd < 0) return -errno;
+  return close(fd) == 0 ? 0 : -errno;
+}
+
+void LocalBackend::Release(File* file) {
+  // Our own writes changed mtime and size; record them so the next open
+  // keeps the kernel's (coherent) cache.
+  RememberCacheState(file->inode, file->fd);
+  close(file->fd);
+  delete file;
+}
+
+int LocalBackend::Fsync(File* file, bool datasync) {
+  int res = datasync ? fdatasync(file->fd) : fsync(file->fd);
+  return res == 0 ? 0 : -errno;
+}
+
+int LocalBackend::Fallocate(File* file, int mode, off_t offset,
+                            off_t length) {
+  return fallocate(file->fd, mode, offset, length) == 0 ? 0 : -errno;
+}
+
+ssize_t LocalBackend::CopyFileRange(File* in, off_t in_offset, File* out,
+                                    off_t out_offset, size_t len,
+                                    unsigned flags) {
+  loff_t in_off = in_offset;
+  loff_t out_off = out_offset;
+  ssize_t n = copy_file_range(in->fd, &in_off, out->fd, &out_off, len, flags);
+  return n >= 0 ? n : -errno;
+}
+
+off_t LocalBackend::Lseek(File* file, off_t offset, int whence) {
+  off_t res = lseek(file->fd, offset, whence);
+  return res >= 0 ? res : -errno;
+}
+
+int LocalBackend::FileFd(File* file) { return file->fd; }
+
+bool LocalBackend::KeepCache(File* file) { return file->keep_cache; }
+
+}  // namespace fgds::backend

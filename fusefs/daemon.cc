@@ -1,0 +1,244 @@
+#include "fusefs/daemon.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backend/local/local_backend.h"
+#include "common/errno_status.h"
+#include "common/log.h"
+#include "fusefs/filesystem.h"
+#include "fusefs/mount_table.h"
+
+namespace fgds::fusefs {
+namespace {
+
+constexpr char kDefaultDataDir[] = "/var/lib/fgds/data";
+
+absl::StatusOr<std::string> RealDir(const std::string& path,
+                                    const std::string& what) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(what, " ", path,
+                                              " does not exist"));
+    }
+    return PosixError(absl::StrCat(what, " ", path), errno);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", path, " is not a directory"));
+  }
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) {
+    return PosixError(absl::StrCat("resolve ", what, " ", path), errno);
+  }
+  return std::string(resolved);
+}
+
+bool IsInside(const std::string& path, const std::string& dir) {
+  return path == dir || absl::StartsWith(path, dir == "/" ? dir : dir + "/");
+}
+
+// Raises the descriptor limit: every node the kernel knows costs one.
+void RaiseFileLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+// Sets the mount's read-ahead through its backing-device entry in sysfs.
+// The kernel caps FUSE read-ahead at its default (128 KiB) at mount time;
+// sequential reads of large files need a deeper window to keep the
+// daemon's rings busy.
+void SetReadahead(const std::string& mountpoint, unsigned kb) {
+  if (kb == 0) return;
+  auto info = FindMount(mountpoint);
+  if (!info) return;
+  std::string path = absl::StrCat("/sys/class/bdi/", info->major, ":",
+                                  info->minor, "/read_ahead_kb");
+  std::ofstream out(path);
+  out << kb;
+  if (!out.good()) LogWarning("could not set %s to %u", path, kb);
+}
+
+}  // namespace
+
+absl::Status PrepareMount(DaemonOptions& options) {
+  if (geteuid() != 0) {
+    return absl::PermissionDeniedError(
+        "fgds mount must run as root: it serves every user (allow_other) "
+        "and creates files with each caller's credentials");
+  }
+  if (access("/dev/fuse", F_OK) != 0) {
+    return absl::FailedPreconditionError(
+        "/dev/fuse does not exist: load the fuse kernel module (modprobe "
+        "fuse), or give the container the fuse device");
+  }
+  int fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fuse_fd < 0) return PosixError("open /dev/fuse", errno);
+  close(fuse_fd);
+
+  // A daemon that died leaves its mount behind; every access then fails
+  // with ENOTCONN. Detach it so a restart just works.
+  struct stat st;
+  if (stat(options.mountpoint.c_str(), &st) != 0 && errno == ENOTCONN) {
+    if (umount2(options.mountpoint.c_str(), MNT_DETACH) != 0) {
+      return PosixError("detach stale mount " + options.mountpoint, errno);
+    }
+    LogWarning("detached a stale mount at %s (its daemon had died)",
+               options.mountpoint);
+  }
+  auto mountpoint = RealDir(options.mountpoint, "mountpoint");
+  if (!mountpoint.ok()) return mountpoint.status();
+  options.mountpoint = *mountpoint;
+  if (auto mounted = FindMount(options.mountpoint);
+      mounted && absl::StartsWith(mounted->fstype, "fuse")) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(options.mountpoint, " is already mounted (",
+                     mounted->fstype, "); run fgds umount ",
+                     options.mountpoint, " first"));
+  }
+
+  if (options.data_dir == kDefaultDataDir && access(kDefaultDataDir, F_OK)) {
+    std::error_code ec;
+    std::filesystem::create_directories(kDefaultDataDir, ec);
+    if (ec) return PosixError("create " + options.data_dir, ec.value());
+  }
+  auto data_dir = RealDir(options.data_dir, "backing directory");
+  if (!data_dir.ok()) return data_dir.status();
+  options.data_dir = *data_dir;
+  // Either inside the other would make the daemon call into its own mount
+  // and wait on itself.
+  if (IsInside(options.data_dir, options.mountpoint) ||
+      IsInside(options.mountpoint, options.data_dir)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backing directory ", options.data_dir, " and mountpoint ",
+        options.mountpoint, " must not contain one another"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ServeMount(const DaemonOptions& options,
+                        const std::function<void(const absl::Status&)>& ready) {
+  // Callers' modes arrive with their umask applied by the kernel; ours must
+  // not take anything more away.
+  umask(0);
+  RaiseFileLimit();
+
+  backend::IoEngineOptions engine_options;
+  engine_options.rings = options.io_rings;
+  engine_options.use_io_uring = options.io_rings > 0;
+  auto local = backend::LocalBackend::Create(options.data_dir, engine_options);
+  if (!local.ok()) {
+    ready(local.status());
+    return local.status();
+  }
+  if (!(*local)->engine_fallback_reason().empty() && options.io_rings > 0) {
+    LogWarning("io_uring unavailable, using blocking I/O: %s",
+               (*local)->engine_fallback_reason());
+  }
+  std::string engine_name = (*local)->engine().name();
+  auto fs = std::make_unique<Filesystem>(options, *std::move(local));
+  fs->stats_header =
+      absl::StrCat("# fgds stats: data=", options.data_dir, " engine=",
+                   engine_name, options.writeback_cache ? " writeback" : "",
+                   options.direct_io ? " direct_io" : "");
+
+  std::vector<std::string> arg_strings = {
+      "fgds", "-o",
+      absl::StrCat("allow_other,default_permissions,fsname=fgds,subtype=fgds,"
+                   "max_read=",
+                   options.max_io)};
+  for (const std::string& o : options.fuse_options) {
+    arg_strings.push_back("-o");
+    arg_strings.push_back(o);
+  }
+  std::vector<char*> argv;
+  for (auto& a : arg_strings) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+
+  fuse_lowlevel_ops ops;
+  AssignOperations(&ops);
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), fs.get());
+  if (se == nullptr) {
+    absl::Status st = absl::InvalidArgumentError(absl::StrCat(
+        "libfuse rejected the options: ", absl::StrJoin(options.fuse_options, ",")));
+    ready(st);
+    return st;
+  }
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    absl::Status st = absl::InternalError("cannot install signal handlers");
+    ready(st);
+    return st;
+  }
+  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    absl::Status st = absl::PermissionDeniedError(
+        absl::StrCat("mounting ", options.mountpoint,
+                     " failed (see the message above)"));
+    ready(st);
+    return st;
+  }
+  SetReadahead(options.mountpoint, options.readahead_kb);
+  LogInfo("serving %s at %s (engine %s)", options.data_dir,
+          options.mountpoint, engine_name);
+  ready(absl::OkStatus());
+
+  fuse_loop_config* config = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(config, 1);
+  fuse_loop_cfg_set_max_threads(config, static_cast<unsigned>(options.max_threads));
+  fuse_loop_cfg_set_idle_threads(config, static_cast<unsigned>(std::min(options.max_threads, 8)));
+  int ret = fuse_session_loop_mt(se, config);
+  fuse_loop_cfg_destroy(config);
+
+  fuse_remove_signal_handlers(se);
+  fuse_session_unmount(se);
+  // Drain the I/O engine while the session can still take (and drop)
+  // replies, then tear the session down.
+  fs.reset();
+  fuse_session_destroy(se);
+  LogInfo("unmounted %s", options.mountpoint);
+  if (ret != 0) return absl::InternalError("FUSE loop ended with an error");
+  return absl::OkStatus();
+}
+
+absl::Status Unmount(const std::string& mountpoint, bool lazy) {
+  if (umount2(mountpoint.c_str(), lazy ? MNT_DETACH : 0) == 0) {
+    return absl::OkStatus();
+  }
+  int err = errno;
+  switch (err) {
+    case EBUSY:
+      return absl::FailedPreconditionError(absl::StrCat(
+          mountpoint, " is busy (files are open or a process is inside); "
+                      "close them, or use fgds umount -l to detach now and "
+                      "finish when the last one closes"));
+    case EINVAL:
+      return absl::InvalidArgumentError(
+          absl::StrCat(mountpoint, " is not a mountpoint"));
+    case EPERM:
+      return absl::PermissionDeniedError(
+          absl::StrCat("not permitted to unmount ", mountpoint,
+                       " (run as root)"));
+    default:
+      return PosixError("umount " + mountpoint, err);
+  }
+}
+
+}  // namespace fgds::fusefs

@@ -1,0 +1,110 @@
+// File: fusefs/op_stats.h
+//
+// OpStats counts, per FUSE operation, calls, errors, bytes and latency, and
+// renders them as the text of /.fgds/stats. Recording is lock-free (relaxed
+// atomics: each counter is independent, and a snapshot need not be atomic
+// across counters).
+//
+// Latency percentiles come from a log2 histogram: a percentile is reported
+// as the upper bound of its bucket, so it is exact within a factor of two.
+#ifndef FGDS_FUSEFS_OP_STATS_H_
+#define FGDS_FUSEFS_OP_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace fgds::fusefs {
+
+#define FGDS_FUSE_OPS(X)                                                    \
+  X(kLookup, "lookup") X(kForget, "forget") X(kGetattr, "getattr")          \
+  X(kSetattr, "setattr") X(kReadlink, "readlink") X(kMknod, "mknod")        \
+  X(kMkdir, "mkdir") X(kUnlink, "unlink") X(kRmdir, "rmdir")                \
+  X(kSymlink, "symlink") X(kRename, "rename") X(kLink, "link")              \
+  X(kOpen, "open") X(kRead, "read") X(kWrite, "write") X(kFlush, "flush")   \
+  X(kRelease, "release") X(kFsync, "fsync") X(kOpendir, "opendir")          \
+  X(kReaddir, "readdir") X(kReaddirplus, "readdirplus")                     \
+  X(kReleasedir, "releasedir") X(kFsyncdir, "fsyncdir")                     \
+  X(kStatfs, "statfs") X(kSetxattr, "setxattr") X(kGetxattr, "getxattr")    \
+  X(kListxattr, "listxattr") X(kRemovexattr, "removexattr")                 \
+  X(kCreate, "create") X(kFallocate, "fallocate")                           \
+  X(kCopyFileRange, "copy_file_range") X(kLseek, "lseek")
+
+enum class Op : int {
+#define FGDS_OP_ENUM(name, text) name,
+  FGDS_FUSE_OPS(FGDS_OP_ENUM)
+#undef FGDS_OP_ENUM
+  kCount
+};
+
+const char* OpName(Op op);
+
+class OpStats {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kBuckets = 40;  // 2^39 ns ~ 9 minutes
+
+  OpStats();
+
+  // Records one finished operation. `error` is 0 or an errno.
+  void Record(Op op, Clock::duration latency, uint64_t bytes, int error);
+
+  // Snapshot as a human-readable table. `header` comes first (one line).
+  std::string Render(const std::string& header) const;
+
+  uint64_t count(Op op) const;
+  uint64_t errors(Op op) const;
+  uint64_t bytes(Op op) const;
+  // Upper bound (ns) of the bucket holding the q-quantile (0 < q <= 1).
+  uint64_t LatencyQuantileNs(Op op, double q) const;
+
+ private:
+  struct Counters {
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> errors{0};
+    std::atomic<uint64_t> bytes{0};
+    std::atomic<uint64_t> total_ns{0};
+    std::atomic<uint64_t> max_ns{0};
+    std::array<std::atomic<uint64_t>, kBuckets> histogram{};
+  };
+  const Counters& at(Op op) const { return ops_[static_cast<int>(op)]; }
+
+  Clock::time_point start_;
+  std::array<Counters, static_cast<int>(Op::kCount)> ops_;
+};
+
+// OpTimer records one operation when it goes out of scope.
+class OpTimer {
+ public:
+  OpTimer(OpStats& stats, Op op)
+      : stats_(stats), op_(op), start_(OpStats::Clock::now()) {}
+  ~OpTimer() {
+    stats_.Record(op_, OpStats::Clock::now() - start_, bytes_, error_);
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+  // A negative result is an error (-errno); a positive one counts as bytes
+  // only where add_bytes says so.
+  void set_result(int64_t result, bool add_bytes = false) {
+    if (result < 0) {
+      error_ = static_cast<int>(-result);
+    } else if (add_bytes) {
+      bytes_ = static_cast<uint64_t>(result);
+    }
+  }
+  OpStats::Clock::time_point start() const { return start_; }
+
+ private:
+  OpStats& stats_;
+  const Op op_;
+  const OpStats::Clock::time_point start_;
+  uint64_t bytes_ = 0;
+  int error_ = 0;
+};
+
+}  // namespace fgds::fusefs
+
+#endif  // FGDS_FUSEFS_OP_STATS_H_

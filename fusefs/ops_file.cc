@@ -1,0 +1,287 @@
+// FUSE handlers for open files: open, create, read, write, flush, release,
+// fsync, fallocate, copy_file_range, lseek; and the control files.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "fusefs/control_dir.h"
+#include "fusefs/filesystem.h"
+
+namespace fgds::fusefs {
+namespace {
+
+backend::File* FileOf(fuse_file_info* fi) {
+  return reinterpret_cast<backend::File*>(fi->fh);
+}
+
+// An open control file: its whole content, captured at open so that one
+// reader sees one consistent snapshot.
+struct ControlFile {
+  std::string content;
+};
+
+// Open flags as the backing file needs them.
+int BackingFlags(const Filesystem& fs, int flags) {
+  if (fs.options.writeback_cache) {
+    // With a writeback cache the kernel reads pages to fill partial writes
+    // and does O_APPEND itself (it knows the size); the backing descriptor
+    // must allow reads and must not append on its own.
+    if ((flags & O_ACCMODE) == O_WRONLY) flags = (flags & ~O_ACCMODE) | O_RDWR;
+    flags &= ~O_APPEND;
+  }
+  return flags;
+}
+
+void SetOpenReply(const Filesystem& fs, backend::File* file,
+                  fuse_file_info* fi) {
+  fi->fh = reinterpret_cast<uint64_t>(file);
+  fi->direct_io = fs.options.direct_io;
+  fi->keep_cache = fs.options.keep_cache && fs.backend->KeepCache(file);
+}
+
+void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
+                 OpTimer& timer) {
+  Filesystem& fs = Fs(req);
+  if (ino != kStatsNode) {
+    timer.set_result(-EISDIR);
+    fuse_reply_err(req, EISDIR);
+    return;
+  }
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+    timer.set_result(-EACCES);
+    fuse_reply_err(req, EACCES);
+    return;
+  }
+  auto* file = new ControlFile{fs.stats.Render(fs.stats_header)};
+  fi->fh = reinterpret_cast<uint64_t>(file);
+  fi->direct_io = 1;  // size 0 in getattr; content comes from read alone
+  fi->nonseekable = 0;
+  if (fuse_reply_open(req, fi) != 0) delete file;
+}
+
+void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Guarded(req, [&] {
+    Filesystem& fs = Fs(req);
+    OpTimer timer(fs.stats, Op::kOpen);
+    if (IsControlNode(ino)) {
+      OpenControl(req, ino, fi, timer);
+      return;
+    }
+    backend::File* file = nullptr;
+    int res = fs.backend->Open(ino, BackingFlags(fs, fi->flags), &file);
+    timer.set_result(res);
+    if (res != 0) {
+      fuse_reply_err(req, -res);
+      return;
+    }
+    SetOpenReply(fs, file, fi);
+    if (fuse_reply_open(req, fi) != 0) fs.backend->Release(file);
+  });
+}
+
+void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+              fuse_file_info* fi) {
+  Guarded(req, [&] {
+    Filesystem& fs = Fs(req);
+    OpTimer timer(fs.stats, Op::kCreate);
+    if (IsReservedName(parent, name) || IsControlNode(parent)) {
+      timer.set_result(-EPERM);
+      fuse_reply_err(req, EPERM);
+      return;
+    }
+    backend::Entry entry;
+    backend::File* file = nullptr;
+    int res = fs.backend->Create(CallerOf(req, true), parent, name, mode,
+                                 BackingFlags(fs, fi->flags), &entry, &file);
+    timer.set_result(res);
+    if (res != 0) {
+      fuse_reply_err(req, -res);
+      return;
+    }
+    fuse_entry_param e;
+    FillEntry(fs, entry, &e);
+    SetOpenReply(fs, file, fi);
+    if (fuse_reply_create(req, &e, fi) != 0) {
+      fs.backend->Release(file);
+      fs.backend->Forget(entry.node, 1);
+    }
+  });
+}
+
+// A read in flight: owns the reply buffer until the engine completes.
+class ReadOp : public backend::IoCompletion {
+ public:
+  ReadOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
+      : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers.Get()) {}
+
+  char* buffer() { return buffer_; }
+
+  void Complete(int64_t result) override {
+    if (result < 0) {
+      fuse_reply_err(req_, static_cast<int>(-result));
+    } else {
+      fuse_reply_buf(req_, buffer_, static_cast<size_t>(result));
+    }
+    fs_.stats.Record(Op::kRead, OpStats::Clock::now() - start_,
+                     result > 0 ? static_cast<uint64_t>(result) : 0,
+                     result < 0 ? static_cast<int>(-result) : 0);
+    fs_.read_buffers.Put(buffer_);
+    delete this;
+  }
+
+ private:
+  const fuse_req_t req_;
+  Filesystem& fs_;
+  const OpStats::Clock::time_point start_;
+  char* const buffer_;
+};
+
+void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
+  auto* file = reinterpret_cast<ControlFile*>(fi->fh);
+  const std::string& content = file->content;
+  if (off < 0 || static_cast<size_t>(off) >= content.size()) {
+    fuse_reply_buf(req, nullptr, 0);
+    return;
+  }
+  size_t n = std::min(size, content.size() - static_cast<size_t>(off));
+  fuse_reply_buf(req, content.data() + off, n);
+}
+
+void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+            fuse_file_info* fi) {
+  Guarded(req, [&] {
+    Filesystem& fs = Fs(req);
+    if (IsControlNode(ino)) {
+      OpTimer timer(fs.stats, Op::kRead);
+      ReadControl(req, size, off, fi);
+      return;
+    }
+    // The kernel never asks for more than max_read; clamp anyway, the
+    // buffer is that big.
+    size = std::min(size, fs.read_buffers.buffer_size());
+    auto* op = new ReadOp(req, fs, OpStats::Clock::now());
+    backend::IoRequest request{backend::IoOp::kRead,
+                               fs.backend->FileFd(FileOf(fi)),
+                               op->buffer(),
+                               size,
+                               static_cast<uint64_t>(off),
+                               op};
+    fs.backend->engine().Submit({&request, 1});
+  });
+}
+
+void DoWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
+             off_t off, fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kWrite);
+  if (IsControlNode(ino)) {
+    timer.set_result(-EBADF);
+    fuse_reply_err(req, EBADF);
+    return;
+  }
+  // libfuse reuses `buf` once we return, so wait for the engine here.
+  int64_t res = backend::SubmitAndWait(
+      fs.backend->engine(), backend::IoOp::kWrite,
+      fs.backend->FileFd(FileOf(fi)), const_cast<char*>(buf), size,
+      static_cast<uint64_t>(off));
+  timer.set_result(res, /*add_bytes=*/true);
+  if (res < 0) {
+    fuse_reply_err(req, static_cast<int>(-res));
+    return;
+  }
+  fuse_reply_write(req, static_cast<size_t>(res));
+}
+
+void DoFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kFlush);
+  int res = IsControlNode(ino) ? 0 : fs.backend->Flush(FileOf(fi));
+  timer.set_result(res);
+  fuse_reply_err(req, -res);
+}
+
+void DoRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kRelease);
+  if (IsControlNode(ino)) {
+    delete reinterpret_cast<ControlFile*>(fi->fh);
+  } else {
+    fs.backend->Release(FileOf(fi));
+  }
+  fuse_reply_err(req, 0);
+}
+
+void DoFsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+             fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kFsync);
+  int res = IsControlNode(ino) ? 0 : fs.backend->Fsync(FileOf(fi), datasync);
+  timer.set_result(res);
+  fuse_reply_err(req, -res);
+}
+
+void DoFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+                 off_t length, fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kFallocate);
+  int res = IsControlNode(ino)
+                ? -EBADF
+                : fs.backend->Fallocate(FileOf(fi), mode, offset, length);
+  timer.set_result(res);
+  fuse_reply_err(req, -res);
+}
+
+void DoCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                     fuse_file_info* fi_in, fuse_ino_t ino_out, off_t off_out,
+                     fuse_file_info* fi_out, size_t len, int flags) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kCopyFileRange);
+  ssize_t res;
+  if (IsControlNode(ino_in) || IsControlNode(ino_out)) {
+    res = -EXDEV;  // the kernel then falls back to read + write
+  } else {
+    res = fs.backend->CopyFileRange(FileOf(fi_in), off_in, FileOf(fi_out),
+                                    off_out, len,
+                                    static_cast<unsigned>(flags));
+  }
+  timer.set_result(res, /*add_bytes=*/true);
+  if (res < 0) {
+    fuse_reply_err(req, static_cast<int>(-res));
+    return;
+  }
+  fuse_reply_write(req, static_cast<size_t>(res));
+}
+
+void DoLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+             fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kLseek);
+  off_t res = IsControlNode(ino) ? -ESPIPE
+                                 : fs.backend->Lseek(FileOf(fi), off, whence);
+  timer.set_result(res);
+  if (res < 0) {
+    fuse_reply_err(req, static_cast<int>(-res));
+    return;
+  }
+  fuse_reply_lseek(req, res);
+}
+
+}  // namespace
+
+void AssignFileOps(fuse_lowlevel_ops* ops) {
+  ops->open = DoOpen;
+  ops->create = DoCreate;
+  ops->read = DoRead;
+  ops->write = DoWrite;
+  ops->flush = DoFlush;
+  ops->release = DoRelease;
+  ops->fsync = DoFsync;
+  ops->fallocate = DoFallocate;
+  ops->copy_file_range = DoCopyFileRange;
+  ops->lseek = DoLseek;
+}
+
+}  // namespace fgds::fusefs

@@ -1,0 +1,109 @@
+#include "fusefs/options.h"
+
+#include "absl/strings/string_view.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace fgds::fusefs {
+
+const char* MountUsage() {
+  return "usage: fgds mount [--data DIR] [-f|--foreground] [options] "
+         "MOUNTPOINT\n"
+         "  --data DIR            backing directory (default "
+         "/var/lib/fgds/data)\n"
+         "  -f, --foreground      do not daemonize; log to stderr\n"
+         "  --writeback-cache     let the kernel cache writes\n"
+         "  --direct-io           bypass the kernel page cache for data\n"
+         "  --no-keep-cache       drop cached pages on every open\n"
+         "  --attr-timeout SEC    attribute cache time (default 1)\n"
+         "  --entry-timeout SEC   name cache time (default 1)\n"
+         "  --readahead-kb N      kernel read-ahead (default 4096; 0: "
+         "kernel's)\n"
+         "  --max-io BYTES        largest read/write request (default "
+         "1048576)\n"
+         "  --io-rings N          io_uring instances (default 2; 0: no "
+         "io_uring)\n"
+         "  --threads N           most FUSE worker threads (default 16)\n"
+         "  -o OPT[,OPT...]       extra libfuse options\n";
+}
+
+namespace {
+
+absl::Status BadValue(absl::string_view flag, absl::string_view value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("invalid value '", value, "' for ", flag));
+}
+
+}  // namespace
+
+absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
+  DaemonOptions options;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    // Flags with a value take it from the next argument.
+    auto value = [&](absl::string_view* out) -> absl::Status {
+      if (i + 1 >= argc) {
+        return absl::InvalidArgumentError(absl::StrCat(arg, " needs a value"));
+      }
+      *out = argv[++i];
+      return absl::OkStatus();
+    };
+    absl::string_view v;
+    if (arg == "-f" || arg == "--foreground") {
+      options.foreground = true;
+    } else if (arg == "--writeback-cache") {
+      options.writeback_cache = true;
+    } else if (arg == "--direct-io") {
+      options.direct_io = true;
+    } else if (arg == "--no-keep-cache") {
+      options.keep_cache = false;
+    } else if (arg == "--data") {
+      if (auto st = value(&v); !st.ok()) return st;
+      options.data_dir = std::string(v);
+    } else if (arg == "--attr-timeout" || arg == "--entry-timeout") {
+      if (auto st = value(&v); !st.ok()) return st;
+      double seconds;
+      if (!absl::SimpleAtod(v, &seconds) || seconds < 0) {
+        return BadValue(arg, v);
+      }
+      (arg == "--attr-timeout" ? options.attr_timeout
+                               : options.entry_timeout) = seconds;
+    } else if (arg == "--readahead-kb" || arg == "--max-io" ||
+               arg == "--io-rings" || arg == "--threads") {
+      if (auto st = value(&v); !st.ok()) return st;
+      int n;
+      if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
+      if (arg == "--readahead-kb") {
+        options.readahead_kb = static_cast<unsigned>(n);
+      } else if (arg == "--max-io") {
+        if (n < 4096 || n > (1 << 20)) {
+          return absl::InvalidArgumentError(
+              "--max-io must be between 4096 and 1048576");
+        }
+        options.max_io = static_cast<unsigned>(n);
+      } else if (arg == "--io-rings") {
+        options.io_rings = n;
+      } else {
+        if (n < 1) return BadValue(arg, v);
+        options.max_threads = n;
+      }
+    } else if (arg == "-o") {
+      if (auto st = value(&v); !st.ok()) return st;
+      options.fuse_options.emplace_back(v);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return absl::InvalidArgumentError(absl::StrCat("unknown option ", arg));
+    } else {
+      positional.emplace_back(arg);
+    }
+  }
+  if (positional.size() != 1) {
+    return absl::InvalidArgumentError(
+        positional.empty() ? "missing MOUNTPOINT" : "more than one MOUNTPOINT");
+  }
+  options.mountpoint = positional[0];
+  return options;
+}
+
+}  // namespace fgds::fusefs

@@ -1,0 +1,55 @@
+// File: fusefs/options.h
+//
+// DaemonOptions: everything `fgds mount` accepts, parsed once and passed by
+// const reference (no globals). Defaults are documented per field.
+#ifndef FGDS_FUSEFS_OPTIONS_H_
+#define FGDS_FUSEFS_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fgds::fusefs {
+
+struct DaemonOptions {
+  // Where the files live: the embedded default backing store.
+  std::string data_dir = "/var/lib/fgds/data";
+  // Where the namespace is mounted (required argument).
+  std::string mountpoint;
+  // Stay in the foreground (log to stderr) instead of daemonizing.
+  bool foreground = false;
+  // Let the kernel cache writes (FUSE writeback cache): faster small
+  // writes; the kernel then owns file size and mtime while a file is open.
+  bool writeback_cache = false;
+  // Bypass the kernel page cache for file data (every read and write goes to
+  // the daemon). Shared mmap then needs the kernel's direct_io mmap support.
+  bool direct_io = false;
+  // Keep a file's cached pages across opens when the backing file did not
+  // change in between.
+  bool keep_cache = true;
+  // Seconds the kernel may cache attributes and names.
+  double attr_timeout = 1.0;
+  double entry_timeout = 1.0;
+  // Kernel read-ahead for the mount, in KiB (0: kernel default).
+  unsigned readahead_kb = 4096;
+  // Largest read and write request, in bytes.
+  unsigned max_io = 1 << 20;
+  // io_uring instances (each with a completion thread); 0 disables io_uring.
+  int io_rings = 2;
+  // Most threads serving FUSE requests.
+  int max_threads = 16;
+  // Extra -o options handed to libfuse (comma-separated, may repeat).
+  std::vector<std::string> fuse_options;
+};
+
+// Parses `fgds mount` arguments (argv[0] is "mount"). Errors name the
+// offending argument.
+absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv);
+
+// The usage text of `fgds mount`.
+const char* MountUsage();
+
+}  // namespace fgds::fusefs
+
+#endif  // FGDS_FUSEFS_OPTIONS_H_

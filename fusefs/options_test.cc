@@ -1,0 +1,75 @@
+#include "fusefs/options.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace fgds::fusefs {
+namespace {
+
+absl::StatusOr<DaemonOptions> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "mount");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  return ParseMountArgs(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
+  auto options = Parse({"/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->mountpoint, "/mnt/fgds");
+  EXPECT_EQ(options->data_dir, "/var/lib/fgds/data");
+  EXPECT_FALSE(options->foreground);
+  EXPECT_TRUE(options->keep_cache);
+  EXPECT_EQ(options->max_io, 1u << 20);
+}
+
+TEST(OptionsTest, AllFlags) {
+  auto options =
+      Parse({"--data", "/d", "-f", "--writeback-cache", "--direct-io",
+             "--no-keep-cache", "--attr-timeout", "2.5", "--entry-timeout",
+             "0", "--readahead-kb", "0", "--max-io", "131072", "--io-rings",
+             "0", "--threads", "4", "-o", "debug", "/m"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->data_dir, "/d");
+  EXPECT_TRUE(options->foreground);
+  EXPECT_TRUE(options->writeback_cache);
+  EXPECT_TRUE(options->direct_io);
+  EXPECT_FALSE(options->keep_cache);
+  EXPECT_DOUBLE_EQ(options->attr_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(options->entry_timeout, 0);
+  EXPECT_EQ(options->readahead_kb, 0u);
+  EXPECT_EQ(options->max_io, 131072u);
+  EXPECT_EQ(options->io_rings, 0);
+  EXPECT_EQ(options->max_threads, 4);
+  EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
+}
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string message;  // must appear in the error
+};
+
+TEST(OptionsTest, ErrorsNameTheProblem) {
+  const BadCase kCases[] = {
+      {{}, "missing MOUNTPOINT"},
+      {{"/a", "/b"}, "more than one"},
+      {{"--bogus", "/m"}, "--bogus"},
+      {{"/m", "--data"}, "--data needs a value"},
+      {{"--threads", "0", "/m"}, "--threads"},
+      {{"--threads", "x", "/m"}, "'x'"},
+      {{"--attr-timeout", "-1", "/m"}, "--attr-timeout"},
+      {{"--max-io", "100", "/m"}, "--max-io"},
+      {{"--max-io", "4194304", "/m"}, "--max-io"},
+  };
+  for (const BadCase& c : kCases) {
+    auto options = Parse(c.args);
+    ASSERT_FALSE(options.ok());
+    EXPECT_NE(options.status().message().find(c.message), std::string::npos)
+        << options.status();
+  }
+}
+
+}  // namespace
+}  // namespace fgds::fusefs

@@ -1,0 +1,160 @@
+#include "tests/lib/mounted_fs.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace fgds::testing {
+namespace {
+
+constexpr long kFuseSuperMagic = 0x65735546;
+
+bool IsFuseMount(const std::string& path) {
+  struct statfs sfs;
+  return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kFuseSuperMagic;
+}
+
+absl::Status ErrnoStatus(int err, const std::string& what) {
+  return absl::ErrnoToStatus(err, what);
+}
+
+}  // namespace
+
+std::string FgdsBinary() {
+  const char* env = getenv("FGDS_BINARY");
+  return env != nullptr ? env : FGDS_BINARY;
+}
+
+absl::StatusOr<std::string> MakeTempDir(const std::string& prefix) {
+  const char* base = getenv("TMPDIR");
+  std::string templ = absl::StrCat(base ? base : "/tmp", "/", prefix, "XXXXXX");
+  if (mkdtemp(templ.data()) == nullptr) {
+    return ErrnoStatus(errno, "mkdtemp " + templ);
+  }
+  return templ;
+}
+
+void RemoveTree(const std::string& path) {
+  std::error_code ec;
+  // A stale FUSE mount under the tree would make remove_all fail with
+  // ENOTCONN; detach it first so cleanup never hangs or throws.
+  umount2(path.c_str(), MNT_DETACH);
+  std::filesystem::remove_all(path, ec);
+}
+
+absl::StatusOr<std::unique_ptr<MountedFs>> MountedFs::Start(
+    const MountOptions& options) {
+  if (geteuid() != 0) return absl::FailedPreconditionError("needs root");
+  if (access("/dev/fuse", R_OK | W_OK) != 0) {
+    return absl::FailedPreconditionError("/dev/fuse is not available");
+  }
+  auto root = MakeTempDir("fgds-test.");
+  if (!root.ok()) return root.status();
+  // Other users must reach the mountpoint for the permission tests.
+  chmod(root->c_str(), 0755);
+  std::unique_ptr<MountedFs> fs(new MountedFs(*root, options));
+  if (mkdir(fs->mountpoint_.c_str(), 0755) != 0 ||
+      mkdir(fs->backing_.c_str(), 0755) != 0) {
+    return ErrnoStatus(errno, "mkdir under " + *root);
+  }
+  absl::Status st = fs->Launch();
+  if (!st.ok()) return st;
+  return fs;
+}
+
+MountedFs::MountedFs(std::string root, MountOptions options)
+    : root_(std::move(root)),
+      mountpoint_(root_ + "/mnt"),
+      backing_(root_ + "/data"),
+      options_(std::move(options)) {}
+
+MountedFs::~MountedFs() {
+  (void)Unmount();
+  RemoveTree(root_);
+}
+
+absl::Status MountedFs::Launch() {
+  std::vector<std::string> args = {FgdsBinary(), "mount", "-f", "--data",
+                                   backing_};
+  args.insert(args.end(), options_.extra_args.begin(),
+              options_.extra_args.end());
+  args.push_back(mountpoint_);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = fork();
+  if (pid < 0) return ErrnoStatus(errno, "fork");
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  pid_ = pid;
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(options_.timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (IsFuseMount(mountpoint_)) return absl::OkStatus();
+    int status;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return absl::InternalError(
+          absl::StrCat("fgds mount exited early with status ", status));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  KillDaemon(SIGKILL);
+  return absl::DeadlineExceededError("mount did not come up in time");
+}
+
+void MountedFs::KillDaemon(int sig) {
+  if (pid_ <= 0) return;
+  kill(pid_, sig);
+  int status;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+absl::Status MountedFs::Unmount() {
+  absl::Status result;
+  if (IsFuseMount(mountpoint_) || pid_ > 0) {
+    // A clean unmount makes the daemon's loop return; a lazy detach covers a
+    // daemon that is already dead (stale mount, ENOTCONN).
+    if (umount2(mountpoint_.c_str(), 0) != 0 &&
+        umount2(mountpoint_.c_str(), MNT_DETACH) != 0 && errno != EINVAL) {
+      result = ErrnoStatus(errno, "umount " + mountpoint_);
+    }
+  }
+  if (pid_ > 0) {
+    // Give the daemon a moment to exit by itself, then make sure.
+    for (int i = 0; i < 500; ++i) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    KillDaemon(SIGKILL);
+  }
+  return result;
+}
+
+absl::Status MountedFs::Remount() {
+  if (pid_ > 0) return absl::FailedPreconditionError("daemon still running");
+  return Launch();
+}
+
+}  // namespace fgds::testing
