@@ -130,6 +130,10 @@ class Backend {
                                 unsigned flags) = 0;
   virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
   virtual int FileFd(File* file) = 0;
+  // Clears set-user-ID, and set-group-ID where group-executable, as a write
+  // by an unprivileged caller must (the kernel leaves it to us for direct
+  // I/O, and our own writes run with privilege).
+  virtual int DropSetId(File* file) = 0;
   // True when the kernel's cached pages of this file are still valid (the
   // file did not change outside the mount since the last open).
   virtual bool KeepCache(File* file) = 0;

@@ -73,8 +73,8 @@ TEST_P(IoEngineTest, ReadPastEndIsShortThenZero) {
   EXPECT_EQ(SubmitAndWait(*engine, IoOp::kRead, file.fd(), buf, sizeof(buf), 2),
             4);
   EXPECT_EQ(std::memcmp(buf, "cdef", 4), 0);
-  EXPECT_EQ(SubmitAndWait(*engine, IoOp::kRead, file.fd(), buf, sizeof(buf), 100),
-            0);
+  EXPECT_EQ(
+      SubmitAndWait(*engine, IoOp::kRead, file.fd(), buf, sizeof(buf), 100), 0);
 }
 
 TEST_P(IoEngineTest, ZeroLengthCompletes) {
@@ -94,8 +94,8 @@ TEST_P(IoEngineTest, BadFdReportsEbadf) {
 TEST_P(IoEngineTest, WriteToReadOnlyFdFails) {
   auto engine = MakeEngine(GetParam());
   TempFile file;
-  int fd = open(("/proc/self/fd/" + std::to_string(file.fd())).c_str(),
-                O_RDONLY);
+  int fd =
+      open(("/proc/self/fd/" + std::to_string(file.fd())).c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   char buf[8] = {};
   EXPECT_EQ(SubmitAndWait(*engine, IoOp::kWrite, fd, buf, sizeof(buf), 0),
@@ -138,8 +138,8 @@ TEST_P(IoEngineTest, ConcurrentBatchesCompleteExactlyOnce) {
           int block = b + k * 4;
           completions[block].calls = &calls;
           completions[block].done = &done;
-          batch[k] = {IoOp::kRead, file.fd(), out.data() + block * kBlock,
-                      kBlock, block * kBlock, &completions[block]};
+          batch[k] = {IoOp::kRead, file.fd(),      out.data() + block * kBlock,
+                      kBlock,      block * kBlock, &completions[block]};
         }
         engine->Submit(batch);
       }
@@ -156,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(Engines, IoEngineTest,
                          ::testing::Values(Kind::kUring, Kind::kInline),
                          [](const auto& param_info) {
                            return param_info.param == Kind::kUring ? "io_uring"
-                                                             : "inline";
+                                                                   : "inline";
                          });
 
 TEST(IoEngineFactoryTest, DisabledUringFallsBackWithReason) {

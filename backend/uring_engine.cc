@@ -24,8 +24,8 @@ absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
   for (int i = 0; i < rings; ++i) {
     auto ring = std::make_unique<Ring>();
     io_uring_params params = {};
-    int ret = io_uring_queue_init_params(options.queue_depth, &ring->uring,
-                                         &params);
+    int ret =
+        io_uring_queue_init_params(options.queue_depth, &ring->uring, &params);
     if (ret < 0) return PosixError("io_uring_queue_init", -ret);
     ring->max_inflight = params.cq_entries;
     engine->rings_.push_back(std::move(ring));

@@ -7,9 +7,8 @@
 #ifndef FGDS_COMMON_ERRNO_STATUS_H_
 #define FGDS_COMMON_ERRNO_STATUS_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace fgds {
 

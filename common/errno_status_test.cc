@@ -7,7 +7,9 @@
 namespace fgds {
 namespace {
 
-TEST(ErrnoStatusTest, OkIsZero) { EXPECT_EQ(StatusToErrno(absl::OkStatus()), 0); }
+TEST(ErrnoStatusTest, OkIsZero) {
+  EXPECT_EQ(StatusToErrno(absl::OkStatus()), 0);
+}
 
 // Errnos that share a canonical code must still come back exactly.
 TEST(ErrnoStatusTest, PosixErrorRoundTripsExactErrno) {

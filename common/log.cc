@@ -13,9 +13,12 @@ std::atomic<bool> use_syslog{false};
 
 const char* LevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kError: return "error";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
   }
   return "?";
 }

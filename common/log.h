@@ -5,9 +5,8 @@
 #ifndef FGDS_COMMON_LOG_H_
 #define FGDS_COMMON_LOG_H_
 
-#include "absl/strings/string_view.h"
-
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 
 namespace fgds {
 

@@ -1,16 +1,19 @@
 #include "fusefs/daemon.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -61,11 +64,14 @@ void RaiseFileLimit() {
 }
 
 // Sets the mount's read-ahead through its backing-device entry in sysfs.
-// The kernel caps FUSE read-ahead at its default (128 KiB) at mount time;
-// sequential reads of large files need a deeper window to keep the
-// daemon's rings busy.
-void SetReadahead(const std::string& mountpoint, unsigned kb) {
+// The kernel caps FUSE read-ahead at its default (128 KiB) when it handles
+// our INIT reply; sequential reads of large files need a deeper window to
+// keep the daemon's rings busy. So this runs after INIT: a statfs of the
+// mount blocks until the kernel has processed the INIT reply.
+void SetReadaheadAfterInit(const std::string& mountpoint, unsigned kb) {
   if (kb == 0) return;
+  struct statfs sfs;
+  if (statfs(mountpoint.c_str(), &sfs) != 0) return;  // mount already gone
   auto info = FindMount(mountpoint);
   if (!info) return;
   std::string path = absl::StrCat("/sys/class/bdi/", info->major, ":",
@@ -93,9 +99,10 @@ absl::Status PrepareMount(DaemonOptions& options) {
   close(fuse_fd);
 
   // A daemon that died leaves its mount behind; every access then fails
-  // with ENOTCONN. Detach it so a restart just works.
-  struct stat st;
-  if (stat(options.mountpoint.c_str(), &st) != 0 && errno == ENOTCONN) {
+  // with ENOTCONN. Detach it so a restart just works. statfs, unlike stat,
+  // always asks the daemon: cached attributes cannot hide a dead one.
+  struct statfs sfs;
+  if (statfs(options.mountpoint.c_str(), &sfs) != 0 && errno == ENOTCONN) {
     if (umount2(options.mountpoint.c_str(), MNT_DETACH) != 0) {
       return PosixError("detach stale mount " + options.mountpoint, errno);
     }
@@ -157,6 +164,10 @@ absl::Status ServeMount(const DaemonOptions& options,
       absl::StrCat("# fgds stats: data=", options.data_dir, " engine=",
                    engine_name, options.writeback_cache ? " writeback" : "",
                    options.direct_io ? " direct_io" : "");
+  Filesystem* fs_ptr = fs.get();
+  fs->control.AddFile("stats", [fs_ptr] {
+    return fs_ptr->stats.Render(fs_ptr->stats_header);
+  });
 
   std::vector<std::string> arg_strings = {
       "fgds", "-o",
@@ -195,7 +206,8 @@ absl::Status ServeMount(const DaemonOptions& options,
     ready(st);
     return st;
   }
-  SetReadahead(options.mountpoint, options.readahead_kb);
+  std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
+                        options.readahead_kb);
   LogInfo("serving %s at %s (engine %s)", options.data_dir,
           options.mountpoint, engine_name);
   ready(absl::OkStatus());
@@ -204,8 +216,11 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_loop_cfg_set_clone_fd(config, 1);
   fuse_loop_cfg_set_max_threads(config, static_cast<unsigned>(options.max_threads));
   fuse_loop_cfg_set_idle_threads(config, static_cast<unsigned>(std::min(options.max_threads, 8)));
+  // A signal ends the loop with the signal's number: that is a clean stop.
   int ret = fuse_session_loop_mt(se, config);
+  if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
   fuse_loop_cfg_destroy(config);
+  readahead.join();
 
   fuse_remove_signal_handlers(se);
   fuse_session_unmount(se);

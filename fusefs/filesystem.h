@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "fusefs/buffer_pool.h"
+#include "fusefs/control_dir.h"
 #include "fusefs/op_stats.h"
 #include "fusefs/options.h"
 
@@ -41,6 +42,8 @@ struct Filesystem {
   BufferPool read_buffers;
   // One line on top of /.fgds/stats (engine, mount); set before serving.
   std::string stats_header;
+  // /.fgds; files are added before serving.
+  ControlDir control;
 };
 
 inline Filesystem& Fs(fuse_req_t req) {
@@ -69,10 +72,10 @@ void Guarded(fuse_req_t req, Body&& body) {
 void AssignOperations(fuse_lowlevel_ops* ops);
 
 // Groups of handlers, each in its own file.
-void AssignEntryOps(fuse_lowlevel_ops* ops);   // ops_entry.cc
-void AssignFileOps(fuse_lowlevel_ops* ops);    // ops_file.cc
-void AssignDirOps(fuse_lowlevel_ops* ops);     // ops_dir.cc
-void AssignXattrOps(fuse_lowlevel_ops* ops);   // ops_xattr.cc
+void AssignEntryOps(fuse_lowlevel_ops* ops);  // ops_entry.cc
+void AssignFileOps(fuse_lowlevel_ops* ops);   // ops_file.cc
+void AssignDirOps(fuse_lowlevel_ops* ops);    // ops_dir.cc
+void AssignXattrOps(fuse_lowlevel_ops* ops);  // ops_xattr.cc
 
 }  // namespace fgds::fusefs
 

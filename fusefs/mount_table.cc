@@ -16,9 +16,8 @@ std::string Unescape(absl::string_view in) {
   for (size_t i = 0; i < in.size(); ++i) {
     if (in[i] == '\\' && i + 3 < in.size() && octal(in[i + 1]) &&
         octal(in[i + 2]) && octal(in[i + 3])) {
-      out.push_back(static_cast<char>((in[i + 1] - '0') * 64 +
-                                      (in[i + 2] - '0') * 8 +
-                                      (in[i + 3] - '0')));
+      out.push_back(static_cast<char>(
+          (in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0')));
       i += 3;
       continue;
     }

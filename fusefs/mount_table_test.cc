@@ -27,8 +27,8 @@ TEST(MountTableTest, UnescapesOctal) {
 TEST(MountTableTest, RejectsMalformed) {
   EXPECT_FALSE(ParseMountInfoLine("").has_value());
   EXPECT_FALSE(ParseMountInfoLine("36 35 0:52 / /mnt rw").has_value());
-  EXPECT_FALSE(
-      ParseMountInfoLine("36 35 x:y / /mnt rw shared:1 - ext4 a b").has_value());
+  EXPECT_FALSE(ParseMountInfoLine("36 35 x:y / /mnt rw shared:1 - ext4 a b")
+                   .has_value());
   EXPECT_FALSE(ParseMountInfoLine("36 35 0:1 / /mnt rw a b c d").has_value());
   EXPECT_FALSE(ParseMountInfoLine("1 2 3:4 / /m\\0 o - ").has_value());
 }

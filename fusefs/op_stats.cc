@@ -1,23 +1,30 @@
 #include "fusefs/op_stats.h"
 
 #include <bit>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace fgds::fusefs {
 
+namespace {
+constexpr const char* kOpNames[] = {
+    "lookup",          "forget",     "getattr",     "setattr", "readlink",
+    "mknod",           "mkdir",      "unlink",      "rmdir",   "symlink",
+    "rename",          "link",       "open",        "read",    "write",
+    "flush",           "release",    "fsync",       "opendir", "readdir",
+    "readdirplus",     "releasedir", "fsyncdir",    "statfs",  "setxattr",
+    "getxattr",        "listxattr",  "removexattr", "create",  "fallocate",
+    "copy_file_range", "lseek",
+};
+static_assert(std::size(kOpNames) == static_cast<size_t>(Op::kCount),
+              "one name per Op");
+}  // namespace
+
 const char* OpName(Op op) {
-  switch (op) {
-#define FGDS_OP_NAME(name, text) \
-  case Op::name:                 \
-    return text;
-    FGDS_FUSE_OPS(FGDS_OP_NAME)
-#undef FGDS_OP_NAME
-    case Op::kCount:
-      break;
-  }
-  return "?";
+  int i = static_cast<int>(op);
+  return i >= 0 && i < static_cast<int>(Op::kCount) ? kOpNames[i] : "?";
 }
 
 OpStats::OpStats() : start_(Clock::now()) {}
@@ -70,28 +77,27 @@ uint64_t OpStats::LatencyQuantileNs(Op op, double q) const {
 }
 
 std::string OpStats::Render(const std::string& header) const {
-  double uptime =
-      std::chrono::duration<double>(Clock::now() - start_).count();
+  double uptime = std::chrono::duration<double>(Clock::now() - start_).count();
   std::string out = absl::StrFormat("%s uptime_s=%.1f\n", header, uptime);
-  absl::StrAppendFormat(&out, "%-16s %12s %8s %16s %10s %10s %10s %10s\n",
-                        "op", "count", "errors", "bytes", "avg_us", "p50_us",
+  absl::StrAppendFormat(&out, "%-16s %12s %8s %16s %10s %10s %10s %10s\n", "op",
+                        "count", "errors", "bytes", "avg_us", "p50_us",
                         "p99_us", "max_us");
   for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
     auto op = static_cast<Op>(i);
     const Counters& c = at(op);
     uint64_t n = c.count.load(std::memory_order_relaxed);
-    double avg_us = n == 0 ? 0.0
-                           : static_cast<double>(c.total_ns.load(
-                                 std::memory_order_relaxed)) /
-                                 static_cast<double>(n) / 1000.0;
+    double avg_us =
+        n == 0
+            ? 0.0
+            : static_cast<double>(c.total_ns.load(std::memory_order_relaxed)) /
+                  static_cast<double>(n) / 1000.0;
     absl::StrAppendFormat(
         &out, "%-16s %12u %8u %16u %10.1f %10.1f %10.1f %10.1f\n", OpName(op),
         n, c.errors.load(std::memory_order_relaxed),
         c.bytes.load(std::memory_order_relaxed), avg_us,
         static_cast<double>(LatencyQuantileNs(op, 0.50)) / 1000.0,
         static_cast<double>(LatencyQuantileNs(op, 0.99)) / 1000.0,
-        static_cast<double>(c.max_ns.load(std::memory_order_relaxed)) /
-            1000.0);
+        static_cast<double>(c.max_ns.load(std::memory_order_relaxed)) / 1000.0);
   }
   return out;
 }

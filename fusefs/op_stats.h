@@ -18,24 +18,41 @@
 
 namespace fgds::fusefs {
 
-#define FGDS_FUSE_OPS(X)                                                    \
-  X(kLookup, "lookup") X(kForget, "forget") X(kGetattr, "getattr")          \
-  X(kSetattr, "setattr") X(kReadlink, "readlink") X(kMknod, "mknod")        \
-  X(kMkdir, "mkdir") X(kUnlink, "unlink") X(kRmdir, "rmdir")                \
-  X(kSymlink, "symlink") X(kRename, "rename") X(kLink, "link")              \
-  X(kOpen, "open") X(kRead, "read") X(kWrite, "write") X(kFlush, "flush")   \
-  X(kRelease, "release") X(kFsync, "fsync") X(kOpendir, "opendir")          \
-  X(kReaddir, "readdir") X(kReaddirplus, "readdirplus")                     \
-  X(kReleasedir, "releasedir") X(kFsyncdir, "fsyncdir")                     \
-  X(kStatfs, "statfs") X(kSetxattr, "setxattr") X(kGetxattr, "getxattr")    \
-  X(kListxattr, "listxattr") X(kRemovexattr, "removexattr")                 \
-  X(kCreate, "create") X(kFallocate, "fallocate")                           \
-  X(kCopyFileRange, "copy_file_range") X(kLseek, "lseek")
-
+// The FUSE operations counted; OpName (op_stats.cc) holds their names in
+// this order.
 enum class Op : int {
-#define FGDS_OP_ENUM(name, text) name,
-  FGDS_FUSE_OPS(FGDS_OP_ENUM)
-#undef FGDS_OP_ENUM
+  kLookup,
+  kForget,
+  kGetattr,
+  kSetattr,
+  kReadlink,
+  kMknod,
+  kMkdir,
+  kUnlink,
+  kRmdir,
+  kSymlink,
+  kRename,
+  kLink,
+  kOpen,
+  kRead,
+  kWrite,
+  kFlush,
+  kRelease,
+  kFsync,
+  kOpendir,
+  kReaddir,
+  kReaddirplus,
+  kReleasedir,
+  kFsyncdir,
+  kStatfs,
+  kSetxattr,
+  kGetxattr,
+  kListxattr,
+  kRemovexattr,
+  kCreate,
+  kFallocate,
+  kCopyFileRange,
+  kLseek,
   kCount
 };
 

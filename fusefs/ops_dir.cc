@@ -47,43 +47,43 @@ void DoOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
-// Fills `buf` with control directory entries from `offset` on.
+// Fills `buf` with control directory entries from `offset` on: ".", ".."
+// and then the files, offset i + 1 after entry i.
 size_t FillControlDir(fuse_req_t req, const Filesystem& fs, bool plus,
                       char* buf, size_t size, off_t offset) {
-  struct Item {
-    const char* name;
-    uint64_t node;
-  };
-  const Item items[] = {{".", kControlDirNode},
-                        {"..", FUSE_ROOT_ID},
-                        {"stats", kStatsNode}};
+  const ControlDir& control = fs.control;
+  const off_t total = 2 + static_cast<off_t>(control.file_count());
   size_t used = 0;
-  for (off_t i = offset; i < static_cast<off_t>(std::size(items)); ++i) {
-    const Item& item = items[i];
+  for (off_t i = offset; i < total; ++i) {
+    const char* name;
     struct stat st = {};
-    if (item.node == FUSE_ROOT_ID) {
+    uint64_t node = 0;  // 0: no entry for the kernel ("." and "..")
+    if (i == 0) {
+      name = ".";
+      st = control.Attr(kControlDirNode);
+    } else if (i == 1) {
+      name = "..";
       st.st_ino = FUSE_ROOT_ID;
       st.st_mode = S_IFDIR;
     } else {
-      st = ControlAttr(item.node);
+      node = ControlDir::FileNode(static_cast<size_t>(i - 2));
+      name = control.file_name(static_cast<size_t>(i - 2)).c_str();
+      st = control.Attr(node);
     }
     size_t n;
     if (plus) {
+      // Control nodes keep no lookup count, so handing them out is free.
       fuse_entry_param e;
       std::memset(&e, 0, sizeof(e));
       e.attr = st;
-      // Control nodes have no lookup count, so handing them out is free;
-      // "." and ".." get no entry (ino 0), as the kernel expects.
-      if (item.node == kStatsNode) {
-        e.ino = item.node;
+      e.ino = node;
+      if (node != 0) {
         e.attr_timeout = fs.options.attr_timeout;
         e.entry_timeout = fs.options.entry_timeout;
       }
-      n = fuse_add_direntry_plus(req, buf + used, size - used, item.name, &e,
-                                 i + 1);
+      n = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, i + 1);
     } else {
-      n = fuse_add_direntry(req, buf + used, size - used, item.name, &st,
-                            i + 1);
+      n = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
     }
     if (n > size - used) break;
     used += n;
@@ -111,8 +111,8 @@ void DoReaddirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
       struct stat st = {};
       st.st_ino = entry.ino;
       st.st_mode = entry.type << 12;
-      size_t n = fuse_add_direntry(req, buf.get() + used, room, entry.name,
-                                   &st, entry.next_offset);
+      size_t n = fuse_add_direntry(req, buf.get() + used, room, entry.name, &st,
+                                   entry.next_offset);
       if (n > room) return false;
       used += n;
       return true;

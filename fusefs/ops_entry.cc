@@ -20,8 +20,8 @@ backend::Caller CallerOf(fuse_req_t req, bool with_groups) {
   if (with_groups) {
     // Most callers have few groups; retry once with the exact count.
     std::vector<gid_t> groups(32);
-    int n = fuse_req_getgroups(req, static_cast<int>(groups.size()),
-                               groups.data());
+    int n =
+        fuse_req_getgroups(req, static_cast<int>(groups.size()), groups.data());
     if (n > static_cast<int>(groups.size())) {
       groups.resize(static_cast<size_t>(n));
       n = fuse_req_getgroups(req, n, groups.data());
@@ -66,7 +66,7 @@ void ReplyControlEntry(fuse_req_t req, const Filesystem& fs, uint64_t node) {
   fuse_entry_param e;
   std::memset(&e, 0, sizeof(e));
   e.ino = node;
-  e.attr = ControlAttr(node);
+  e.attr = fs.control.Attr(node);
   e.attr_timeout = fs.options.attr_timeout;
   e.entry_timeout = fs.options.entry_timeout;
   fuse_reply_entry(req, &e);
@@ -76,7 +76,7 @@ void DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Guarded(req, [&] {
     Filesystem& fs = Fs(req);
     OpTimer timer(fs.stats, Op::kLookup);
-    if (uint64_t node = ControlLookup(parent, name); node != 0) {
+    if (uint64_t node = fs.control.Lookup(parent, name); node != 0) {
       ReplyControlEntry(req, fs, node);
       return;
     }
@@ -114,7 +114,7 @@ void DoGetattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   OpTimer timer(fs.stats, Op::kGetattr);
   struct stat st;
   if (IsControlNode(ino)) {
-    st = ControlAttr(ino);
+    st = fs.control.Attr(ino);
   } else if (int res = fs.backend->GetAttr(ino, &st); res != 0) {
     timer.set_result(res);
     fuse_reply_err(req, -res);
@@ -209,7 +209,8 @@ void DoMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
     OpTimer timer(fs.stats, Op::kMkdir);
     if (RefuseCreate(req, parent, name, timer)) return;
     backend::Entry entry;
-    int res = fs.backend->MkDir(CallerOf(req, true), parent, name, mode, &entry);
+    int res =
+        fs.backend->MkDir(CallerOf(req, true), parent, name, mode, &entry);
     ReplyEntryOrErr(req, fs, res, entry, timer);
   });
 }
@@ -285,8 +286,8 @@ void DoStatfs(fuse_req_t req, fuse_ino_t ino) {
   Filesystem& fs = Fs(req);
   OpTimer timer(fs.stats, Op::kStatfs);
   struct statvfs st;
-  int res = fs.backend->StatFs(IsControlNode(ino) ? fs.backend->root() : ino,
-                               &st);
+  int res =
+      fs.backend->StatFs(IsControlNode(ino) ? fs.backend->root() : ino, &st);
   timer.set_result(res);
   if (res != 0) {
     fuse_reply_err(req, -res);

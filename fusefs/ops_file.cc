@@ -45,7 +45,7 @@ void SetOpenReply(const Filesystem& fs, backend::File* file,
 void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
                  OpTimer& timer) {
   Filesystem& fs = Fs(req);
-  if (ino != kStatsNode) {
+  if (!fs.control.IsFile(ino)) {
     timer.set_result(-EISDIR);
     fuse_reply_err(req, EISDIR);
     return;
@@ -55,7 +55,7 @@ void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
     fuse_reply_err(req, EACCES);
     return;
   }
-  auto* file = new ControlFile{fs.stats.Render(fs.stats_header)};
+  auto* file = new ControlFile{fs.control.Content(ino)};
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = 1;  // size 0 in getattr; content comes from read alone
   fi->nonseekable = 0;
@@ -173,8 +173,14 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   });
 }
 
-void DoWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
-             off_t off, fuse_file_info* fi) {
+// Writes run in the FUSE thread with pwrite: the request's data lives only
+// until we reply, so the write is synchronous either way, and a trip
+// through the io_uring threads only added two wakeups to its latency
+// (measured: 2.0 ms vs 1.1 ms per 1 MiB write). Splicing writes from
+// /dev/fuse straight into the file (FUSE_CAP_SPLICE_READ) measured slower
+// still (2.2 ms), so requests arrive in memory.
+void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
+                fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
   OpTimer timer(fs.stats, Op::kWrite);
   if (IsControlNode(ino)) {
@@ -182,11 +188,18 @@ void DoWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size,
     fuse_reply_err(req, EBADF);
     return;
   }
-  // libfuse reuses `buf` once we return, so wait for the engine here.
-  int64_t res = backend::SubmitAndWait(
-      fs.backend->engine(), backend::IoOp::kWrite,
-      fs.backend->FileFd(FileOf(fi)), const_cast<char*>(buf), size,
-      static_cast<uint64_t>(off));
+  fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+  out.buf[0].flags =
+      static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+  out.buf[0].fd = fs.backend->FileFd(FileOf(fi));
+  out.buf[0].pos = off;
+  ssize_t res =
+      fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
+  if (res > 0 && fs.options.direct_io && fuse_req_ctx(req)->uid != 0) {
+    // Cached writes have the kernel drop set-id bits (through setattr);
+    // direct I/O leaves it to the filesystem.
+    if (int err = fs.backend->DropSetId(FileOf(fi)); err != 0) res = err;
+  }
   timer.set_result(res, /*add_bytes=*/true);
   if (res < 0) {
     fuse_reply_err(req, static_cast<int>(-res));
@@ -214,8 +227,7 @@ void DoRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
-void DoFsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-             fuse_file_info* fi) {
+void DoFsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
   OpTimer timer(fs.stats, Op::kFsync);
   int res = IsControlNode(ino) ? 0 : fs.backend->Fsync(FileOf(fi), datasync);
@@ -244,8 +256,7 @@ void DoCopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
     res = -EXDEV;  // the kernel then falls back to read + write
   } else {
     res = fs.backend->CopyFileRange(FileOf(fi_in), off_in, FileOf(fi_out),
-                                    off_out, len,
-                                    static_cast<unsigned>(flags));
+                                    off_out, len, static_cast<unsigned>(flags));
   }
   timer.set_result(res, /*add_bytes=*/true);
   if (res < 0) {
@@ -259,8 +270,8 @@ void DoLseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
              fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
   OpTimer timer(fs.stats, Op::kLseek);
-  off_t res = IsControlNode(ino) ? -ESPIPE
-                                 : fs.backend->Lseek(FileOf(fi), off, whence);
+  off_t res =
+      IsControlNode(ino) ? -ESPIPE : fs.backend->Lseek(FileOf(fi), off, whence);
   timer.set_result(res);
   if (res < 0) {
     fuse_reply_err(req, static_cast<int>(-res));
@@ -275,7 +286,7 @@ void AssignFileOps(fuse_lowlevel_ops* ops) {
   ops->open = DoOpen;
   ops->create = DoCreate;
   ops->read = DoRead;
-  ops->write = DoWrite;
+  ops->write_buf = DoWriteBuf;
   ops->flush = DoFlush;
   ops->release = DoRelease;
   ops->fsync = DoFsync;

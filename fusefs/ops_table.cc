@@ -18,6 +18,8 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   // The backing write runs as root, which keeps set-uid bits a user's write
   // must clear; leave killing privileges to the kernel.
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  // Write data arrives in memory, not spliced (see DoWriteBuf).
+  conn->want &= ~FUSE_CAP_SPLICE_READ;
   conn->max_write = fs->options.max_io;
   // Must match the max_read mount option given to fuse_session_new.
   conn->max_read = fs->options.max_io;

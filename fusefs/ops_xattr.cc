@@ -43,8 +43,7 @@ void DoSetxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
   fuse_reply_err(req, -res);
 }
 
-void DoGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
-                size_t size) {
+void DoGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   Guarded(req, [&] {
     Filesystem& fs = Fs(req);
     OpTimer timer(fs.stats, Op::kGetxattr);

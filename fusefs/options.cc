@@ -1,9 +1,8 @@
 #include "fusefs/options.h"
 
-#include "absl/strings/string_view.h"
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace fgds::fusefs {
 
@@ -68,8 +67,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       if (!absl::SimpleAtod(v, &seconds) || seconds < 0) {
         return BadValue(arg, v);
       }
-      (arg == "--attr-timeout" ? options.attr_timeout
-                               : options.entry_timeout) = seconds;
+      (arg == "--attr-timeout" ? options.attr_timeout : options.entry_timeout) =
+          seconds;
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
                arg == "--io-rings" || arg == "--threads") {
       if (auto st = value(&v); !st.ok()) return st;

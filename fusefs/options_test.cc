@@ -26,11 +26,27 @@ TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
 }
 
 TEST(OptionsTest, AllFlags) {
-  auto options =
-      Parse({"--data", "/d", "-f", "--writeback-cache", "--direct-io",
-             "--no-keep-cache", "--attr-timeout", "2.5", "--entry-timeout",
-             "0", "--readahead-kb", "0", "--max-io", "131072", "--io-rings",
-             "0", "--threads", "4", "-o", "debug", "/m"});
+  auto options = Parse({"--data",
+                        "/d",
+                        "-f",
+                        "--writeback-cache",
+                        "--direct-io",
+                        "--no-keep-cache",
+                        "--attr-timeout",
+                        "2.5",
+                        "--entry-timeout",
+                        "0",
+                        "--readahead-kb",
+                        "0",
+                        "--max-io",
+                        "131072",
+                        "--io-rings",
+                        "0",
+                        "--threads",
+                        "4",
+                        "-o",
+                        "debug",
+                        "/m"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->data_dir, "/d");
   EXPECT_TRUE(options->foreground);

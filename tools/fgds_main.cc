@@ -27,9 +27,8 @@ constexpr char kUsage[] =
     "Run `fgds mount --help` or `fgds bench --help` for their options.\n";
 
 int Fail(std::string_view command, const absl::Status& status) {
-  std::fprintf(stderr, "fgds %.*s: %.*s\n",
-               static_cast<int>(command.size()), command.data(),
-               static_cast<int>(status.message().size()),
+  std::fprintf(stderr, "fgds %.*s: %.*s\n", static_cast<int>(command.size()),
+               command.data(), static_cast<int>(status.message().size()),
                status.message().data());
   return 1;
 }
@@ -56,9 +55,9 @@ int MountInBackground(const fgds::fusefs::DaemonOptions& options) {
     while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) message.append(buf, n);
     close(pipefd[0]);
     if (message == "OK") return 0;
-    std::fprintf(stderr, "fgds mount: %s\n",
-                 message.empty() ? "the daemon died while starting"
-                                 : message.c_str());
+    std::fprintf(
+        stderr, "fgds mount: %s\n",
+        message.empty() ? "the daemon died while starting" : message.c_str());
     return 1;
   }
   close(pipefd[0]);
@@ -86,7 +85,8 @@ int MountInBackground(const fgds::fusefs::DaemonOptions& options) {
 
 int MountCommand(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+    if (std::strcmp(argv[i], "--help") == 0 ||
+        std::strcmp(argv[i], "-h") == 0) {
       std::fputs(fgds::fusefs::MountUsage(), stdout);
       return 0;
     }
@@ -101,7 +101,8 @@ int MountCommand(int argc, char** argv) {
     return Fail("mount", st);
   }
   if (!options->foreground) return MountInBackground(*options);
-  absl::Status st = fgds::fusefs::ServeMount(*options, [](const absl::Status&) {});
+  absl::Status st =
+      fgds::fusefs::ServeMount(*options, [](const absl::Status&) {});
   return st.ok() ? 0 : Fail("mount", st);
 }
 
@@ -138,7 +139,8 @@ int StatCommand(int argc, char** argv) {
   std::string path = std::string(argv[1]) + "/.fgds/stats";
   std::ifstream in(path);
   if (!in) {
-    std::fprintf(stderr, "fgds stat: cannot read %s: %s (is it an fgds mount?)\n",
+    std::fprintf(stderr,
+                 "fgds stat: cannot read %s: %s (is it an fgds mount?)\n",
                  path.c_str(), std::strerror(errno));
     return 1;
   }

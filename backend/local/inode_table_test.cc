@@ -44,12 +44,15 @@ TEST(InodeTableTest, RootIsNodeOneAndNeverForgotten) {
 }
 
 TEST(InodeTableDeathTest, UnknownSmallIdAborts) {
+  // Re-executing the binary is safe with the threads sanitizers start.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   int root = OpenPath("/");
   InodeTable table(root, StatFd(root));
   EXPECT_DEATH(table.Get(7), "unknown node id");
 }
 
 TEST(InodeTableDeathTest, ForgetMoreThanLookedUpAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   int root = OpenPath("/");
   InodeTable table(root, StatFd(root));
   int fd = OpenPath("/etc");

@@ -117,13 +117,15 @@ TEST_F(LocalBackendTest, ReadDirResumesAtOffset) {
   // Take one entry per call, as a kernel with a tiny buffer would.
   for (int call = 0; call < 10; ++call) {
     bool took = false;
-    ASSERT_EQ(backend_->ReadDir(dir, resume, [&](const DirEntry& e) {
-      if (took) return false;
-      took = true;
-      names.insert(e.name);
-      resume = e.next_offset;
-      return true;
-    }), 0);
+    ASSERT_EQ(backend_->ReadDir(dir, resume,
+                                [&](const DirEntry& e) {
+                                  if (took) return false;
+                                  took = true;
+                                  names.insert(e.name);
+                                  resume = e.next_offset;
+                                  return true;
+                                }),
+              0);
     if (!took) break;
   }
   backend_->ReleaseDir(dir);

@@ -35,8 +35,7 @@ int LocalBackend::OpenDir(NodeId node, Dir** out) {
   return 0;
 }
 
-int LocalBackend::ReadDir(Dir* dir,
-                          off_t offset,
+int LocalBackend::ReadDir(Dir* dir, off_t offset,
                           const std::function<bool(const DirEntry&)>& emit) {
   // The kernel serializes readdir calls on one open directory, so the
   // stream position needs no lock of its own.

@@ -59,8 +59,7 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   }
   // Pin the inode we created, not whatever the name points to by now.
   int path_fd = open(ProcFdPath(fd).c_str(), O_PATH);
-  if (path_fd < 0 ||
-      fstatat(path_fd, "", &entry->attr, AT_EMPTY_PATH) != 0) {
+  if (path_fd < 0 || fstatat(path_fd, "", &entry->attr, AT_EMPTY_PATH) != 0) {
     int err = errno;
     if (path_fd >= 0) close(path_fd);
     close(fd);
@@ -94,8 +93,7 @@ int LocalBackend::Fsync(File* file, bool datasync) {
   return res == 0 ? 0 : -errno;
 }
 
-int LocalBackend::Fallocate(File* file, int mode, off_t offset,
-                            off_t length) {
+int LocalBackend::Fallocate(File* file, int mode, off_t offset, off_t length) {
   return fallocate(file->fd, mode, offset, length) == 0 ? 0 : -errno;
 }
 
@@ -114,6 +112,16 @@ off_t LocalBackend::Lseek(File* file, off_t offset, int whence) {
 }
 
 int LocalBackend::FileFd(File* file) { return file->fd; }
+
+int LocalBackend::DropSetId(File* file) {
+  struct stat st;
+  if (fstat(file->fd, &st) != 0) return -errno;
+  mode_t kill = S_ISUID;
+  if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+    kill |= S_ISGID;
+  if ((st.st_mode & kill) == 0) return 0;
+  return fchmod(file->fd, st.st_mode & 07777 & ~kill) == 0 ? 0 : -errno;
+}
 
 bool LocalBackend::KeepCache(File* file) { return file->keep_cache; }
 

@@ -114,9 +114,9 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
     if (file_fd >= 0) {
       res = futimens(file_fd, times);
     } else if (inode.type == S_IFLNK) {
-      // The /proc link would be followed; a symlink's own times are set
-      // through its parent, which we do not track: say so honestly.
-      return -EOPNOTSUPP;
+      // The /proc link would be followed to the target; the descriptor
+      // itself names the symlink (AT_EMPTY_PATH, Linux 5.8+).
+      res = utimensat(inode.fd, "", times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
     } else {
       res = utimensat(AT_FDCWD, path.c_str(), times, 0);
     }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what FGDS builds and runs with, from Debian 12's packages.
+# Idempotent: installs only what is missing, and skips apt-get update when
+# nothing is.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libfuse3-dev fuse3 liburing-dev libabsl-dev
+  libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev   # sanitizer runtimes and libFuzzer
+  kmod procps util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run as root (sudo $0)" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

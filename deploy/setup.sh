@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to a mounted /mnt/fgds:
+# installs the dependencies, builds, installs /usr/local/sbin/fgds and the
+# systemd unit, and mounts /mnt/fgds over /var/lib/fgds/data. Safe to re-run:
+# a running mount is replaced by one of the freshly built binary.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mountpoint=${FGDS_MOUNTPOINT:-/mnt/fgds}
+data=${FGDS_DATA:-/var/lib/fgds/data}
+prefix=${FGDS_PREFIX:-/usr/local}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: run as root (sudo $0): fgds serves all users of the machine" >&2
+  exit 1
+fi
+
+"$repo/deploy/install-deps.sh"
+
+build="$repo/build-release"
+cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFGDS_BUILD_TESTS=OFF \
+  -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+cmake --install "$build" >/dev/null
+install -m 0644 "$repo/deploy/fgds.service" /etc/systemd/system/fgds.service
+[ -f /etc/default/fgds ] || install -m 0644 "$repo/deploy/fgds.default" /etc/default/fgds
+mkdir -p "$mountpoint" "$data"
+
+fgds="$prefix/sbin/fgds"
+is_mounted() {  # an fgds mount at exactly $mountpoint
+  awk -v m="$mountpoint" '$5 == m { for (i = 7; i < NF; i++) if ($i == "-") { print $(i + 1); break } }' \
+    /proc/self/mountinfo | grep -qx fuse.fgds
+}
+if is_mounted; then
+  echo "setup: replacing the running mount at $mountpoint"
+  "$fgds" umount "$mountpoint" || "$fgds" umount -l "$mountpoint"
+fi
+
+if [ -d /run/systemd/system ] && [ "$mountpoint" = /mnt/fgds ]; then
+  systemctl daemon-reload
+  systemctl enable fgds.service >/dev/null 2>&1
+  systemctl restart fgds.service
+  # The unit runs the daemon in the foreground; wait for the mount.
+  for _ in $(seq 100); do
+    is_mounted && break
+    sleep 0.1
+  done
+else
+  # No systemd (containers, CI): run the daemon directly; it returns once
+  # the mount is live.
+  "$fgds" mount --data "$data" "$mountpoint"
+fi
+
+is_mounted || {
+  echo "setup: $mountpoint did not come up; see journalctl -u fgds" >&2
+  exit 1
+}
+echo "setup: $mountpoint is mounted (data in $data)."
+echo "       try: echo hello > $mountpoint/hello && fgds stat $mountpoint"

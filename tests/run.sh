@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The whole test suite, as README.md and CI run it:
+#   1. a -Werror build with every unit and integration test (real FUSE mounts);
+#   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
+#   3. the concurrent unit tests under ThreadSanitizer;
+#   4. the fuzz targets, briefly (when tests/fuzz exists).
+# Needs root and /dev/fuse (integration tests skip without them).
+# FGDS_TEST_STAGES picks stages, e.g. FGDS_TEST_STAGES="release asan".
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+stages=${FGDS_TEST_STAGES:-"release asan tsan"}
+jobs=${FGDS_JOBS:-$(nproc)}
+
+"$repo/deploy/install-deps.sh"
+
+failed=()
+run_stage() {
+  local name=$1 dir=$2 label_args=$3
+  shift 3
+  echo "=== stage $name ==="
+  local start=$SECONDS
+  local log="$repo/$dir.build.log"
+  if ! { cmake -S "$repo" -B "$repo/$dir" "$@" &&
+         cmake --build "$repo/$dir" -j"$jobs"; } >"$log" 2>&1; then
+    grep -E -A8 "error|Error" "$log" | head -n 60
+    echo "=== stage $name FAILED to build (log: $log) ==="
+    failed+=("$name")
+    return
+  fi
+  if (cd "$repo/$dir" && ctest --output-on-failure -j1 $label_args); then
+    echo "=== stage $name passed in $((SECONDS - start)) s ==="
+  else
+    echo "=== stage $name FAILED ==="
+    failed+=("$name")
+  fi
+}
+
+for stage in $stages; do
+  case $stage in
+    release) run_stage release build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+    asan)
+      # Leak checking stays on: the daemon must not leak per request.
+      ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        run_stage asan build-asan "" -DCMAKE_BUILD_TYPE=Debug -DFGDS_SANITIZE=address ;;
+    tsan)
+      # TSan covers the unit tests of the concurrent parts (engine, stats,
+      # pools); the mounted daemon runs under ASan above, since libfuse
+      # itself is not TSan-instrumented.
+      TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+        run_stage tsan build-tsan "-L unit" -DCMAKE_BUILD_TYPE=Debug -DFGDS_SANITIZE=thread ;;
+    *) echo "unknown stage $stage" >&2; exit 2 ;;
+  esac
+done
+
+if [ ${#failed[@]} -ne 0 ]; then
+  echo "FAILED stages: ${failed[*]}"
+  exit 1
+fi
+echo "all stages passed: $stages"

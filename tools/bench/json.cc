@@ -1,0 +1,94 @@
+#include "tools/bench/json.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace fgds::bench {
+namespace {
+
+std::string Number(double value) {
+  if (!std::isfinite(value)) return "null";
+  return absl::StrFormat("%.9g", value);
+}
+
+std::string RowJson(const ResultRow& row) {
+  return absl::StrCat(
+      "{\"mode\": ", JsonQuote(row.mode), ", \"op\": ", JsonQuote(row.op),
+      ", \"pattern\": ", JsonQuote(row.pattern),
+      ", \"block_size\": ", row.block_size, ", \"threads\": ", row.threads,
+      ", \"queue_depth\": ", row.queue_depth,
+      ", \"cache\": ", JsonQuote(row.cache),
+      ", \"cache_wanted\": ", JsonQuote(row.cache_wanted),
+      ", \"bytes\": ", row.bytes, ", \"ops\": ", row.ops,
+      ", \"seconds\": ", Number(row.seconds),
+      ", \"gb_per_s\": ", Number(row.gb_per_second()),
+      ", \"iops\": ", Number(row.iops()), ", \"p50_us\": ", Number(row.p50_us),
+      ", \"p99_us\": ", Number(row.p99_us),
+      ", \"cpu_seconds\": ", Number(row.cpu_seconds),
+      ", \"cpu_s_per_gb\": ", Number(row.cpu_seconds_per_gb()),
+      ", \"ratio\": ", row.ratio.has_value() ? Number(*row.ratio) : "null",
+      ", \"baseline\": ",
+      row.baseline.empty() ? "null" : JsonQuote(row.baseline), "}");
+}
+
+}  // namespace
+
+std::string JsonQuote(absl::string_view text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          absl::StrAppendFormat(&out, "\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);  // UTF-8 passes through unchanged
+        }
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+std::string FormatJson(const BenchOptions& options,
+                       const std::vector<ResultRow>& rows,
+                       const std::vector<std::string>& notes) {
+  std::vector<std::string> modes;
+  for (const std::string& mode : options.modes)
+    modes.push_back(JsonQuote(mode));
+  std::vector<std::string> row_texts;
+  for (const ResultRow& row : rows) row_texts.push_back("    " + RowJson(row));
+  std::vector<std::string> note_texts;
+  for (const std::string& note : notes) note_texts.push_back(JsonQuote(note));
+
+  return absl::StrCat(
+      "{\n  \"config\": {\"mount\": ", JsonQuote(options.mount),
+      ", \"backing\": ", JsonQuote(options.backing),
+      ", \"size\": ", options.size, ", \"block_size\": ", options.block_size,
+      ", \"queue_depth\": ", options.queue_depth,
+      ", \"threads\": ", options.threads,
+      ", \"pattern\": ", JsonQuote(PatternName(options.pattern)),
+      ", \"cache\": ", JsonQuote(CacheModeName(options.cache)),
+      ", \"modes\": [", absl::StrJoin(modes, ", "), "]},\n", "  \"rows\": [\n",
+      absl::StrJoin(row_texts, ",\n"), rows.empty() ? "" : "\n", "  ],\n",
+      "  \"notes\": [", absl::StrJoin(note_texts, ", "), "]\n}\n");
+}
+
+}  // namespace fgds::bench

@@ -1,0 +1,76 @@
+// File: tools/bench/workers.h
+//
+// The threading half shared by all engines: start `threads` workers, let
+// each prepare untimed, release them together, time the phase from release
+// to the last worker's end and merge their statistics. An engine supplies
+// only the per-thread I/O loop (a PhaseWorker).
+#ifndef FGDS_TOOLS_BENCH_WORKERS_H_
+#define FGDS_TOOLS_BENCH_WORKERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tools/bench/mode.h"
+#include "tools/bench/stats.h"
+
+namespace fgds::bench {
+
+// StopFlag tells workers to give up early: on SIGINT or when another worker
+// failed. Polled between I/Os, so a stop takes at most one I/O per worker.
+class StopFlag {
+ public:
+  explicit StopFlag(const std::atomic<bool>* interrupted)
+      : interrupted_(interrupted) {}
+  bool interrupted() const {
+    return interrupted_ != nullptr &&
+           interrupted_->load(std::memory_order_relaxed);
+  }
+  bool requested() const {
+    return interrupted() || failed_.load(std::memory_order_relaxed);
+  }
+  void Fail() { failed_.store(true, std::memory_order_relaxed); }
+
+ private:
+  const std::atomic<bool>* interrupted_;
+  std::atomic<bool> failed_{false};
+};
+
+// What one worker measured.
+struct WorkerStats {
+  LatencyHistogram latency;
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+  uint64_t io_done_ns = 0;    // MonotonicNanos() after the last I/O
+  uint64_t sync_done_ns = 0;  // after the fsync; io_done_ns for reads
+};
+
+// One thread's share of a phase.
+class PhaseWorker {
+ public:
+  virtual ~PhaseWorker() = default;
+  // Untimed setup: open the file, allocate and fill buffers, build the
+  // block order.
+  virtual absl::Status Prepare() = 0;
+  // The timed I/O loop. Polls `stop` between I/Os and returns
+  // absl::CancelledError once it is set. Must fill every field of `stats`.
+  virtual absl::Status Run(const StopFlag& stop, WorkerStats& stats) = 0;
+};
+
+// RunWorkers runs spec.threads workers made by `make(index)` and returns the
+// merged result. Fails with the first worker error (stopping the others), or
+// Cancelled when interrupted.
+absl::StatusOr<PhaseResult> RunWorkers(
+    const PhaseSpec& spec,
+    absl::FunctionRef<std::unique_ptr<PhaseWorker>(int index)> make);
+
+// PosixError turns an errno from `what` (e.g. "pread /x") into a Status.
+absl::Status PosixError(absl::string_view what, int error_number);
+
+}  // namespace fgds::bench
+
+#endif  // FGDS_TOOLS_BENCH_WORKERS_H_
