@@ -63,8 +63,8 @@ class IoEngine {
 
 // Creates the best engine available. Never fails: falls back to the inline
 // engine and says why in *fallback_reason (if given).
-std::unique_ptr<IoEngine> CreateIoEngine(const IoEngineOptions& options,
-                                         std::string* fallback_reason = nullptr);
+std::unique_ptr<IoEngine> CreateIoEngine(
+    const IoEngineOptions& options, std::string* fallback_reason = nullptr);
 
 // Submits one request and waits for its result: bytes or -errno. For callers
 // whose buffer lives only as long as their own stack frame.

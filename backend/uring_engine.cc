@@ -15,6 +15,17 @@ constexpr size_t kMaxPiece = size_t{1} << 30;
 // user_data of the no-op that wakes a reaper for shutdown.
 constexpr uint64_t kStopTag = 0;
 
+// A free submission entry. When the queue is full of prepared entries, they
+// go to the kernel first, which frees every slot; io_uring_submit can fail
+// transiently (EBUSY while completions back up), so this retries until a
+// slot is free. REQUIRES: the ring's mutex.
+io_uring_sqe* GetSqe(io_uring* uring) {
+  for (;;) {
+    if (io_uring_sqe* sqe = io_uring_get_sqe(uring)) return sqe;
+    io_uring_submit(uring);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
@@ -41,11 +52,7 @@ UringEngine::~UringEngine() {
     {
       absl::MutexLock lock(&ring->mu);
       ring->stopping = true;
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring->uring);
-      while (sqe == nullptr) {
-        io_uring_submit(&ring->uring);
-        sqe = io_uring_get_sqe(&ring->uring);
-      }
+      io_uring_sqe* sqe = GetSqe(&ring->uring);
       io_uring_prep_nop(sqe);
       io_uring_sqe_set_data64(sqe, kStopTag);
       io_uring_submit(&ring->uring);
@@ -56,13 +63,7 @@ UringEngine::~UringEngine() {
 }
 
 void UringEngine::QueueLocked(Ring& ring, Op* op) {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring.uring);
-  if (sqe == nullptr) {
-    // The queue is full of prepared entries: hand them to the kernel, which
-    // frees every slot.
-    io_uring_submit(&ring.uring);
-    sqe = io_uring_get_sqe(&ring.uring);
-  }
+  io_uring_sqe* sqe = GetSqe(&ring.uring);
   const IoRequest& r = op->request;
   auto len = static_cast<unsigned>(std::min(r.len - op->done, kMaxPiece));
   char* buf = static_cast<char*>(r.buf) + op->done;
@@ -92,11 +93,7 @@ void UringEngine::Submit(std::span<const IoRequest> batch) {
       // Nothing to transfer, but completion still comes from the reaper so
       // callers see one completion model.
       auto* op = new Op{request, 0};
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring.uring);
-      if (sqe == nullptr) {
-        io_uring_submit(&ring.uring);
-        sqe = io_uring_get_sqe(&ring.uring);
-      }
+      io_uring_sqe* sqe = GetSqe(&ring.uring);
       io_uring_prep_nop(sqe);
       io_uring_sqe_set_data(sqe, op);
       continue;

@@ -25,7 +25,8 @@ TEST(OpStatsTest, CountsErrorsAndBytesPerOp) {
 
 TEST(OpStatsTest, QuantilesBoundTheLatencyWithinAFactorOfTwo) {
   OpStats stats;
-  for (int i = 0; i < 99; ++i) stats.Record(Op::kLookup, nanoseconds(1000), 0, 0);
+  for (int i = 0; i < 99; ++i)
+    stats.Record(Op::kLookup, nanoseconds(1000), 0, 0);
   stats.Record(Op::kLookup, nanoseconds(1000000), 0, 0);
   uint64_t p50 = stats.LatencyQuantileNs(Op::kLookup, 0.5);
   EXPECT_GE(p50, 1000u);
