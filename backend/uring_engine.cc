@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
 UringEngine::~UringEngine() {
   for (auto& ring : rings_) {
     {
-      absl::MutexLock lock(&ring->mu);
+      MutexLock lock(&ring->mu);
       ring->stopping = true;
       io_uring_sqe* sqe = GetSqe(&ring->uring);
       io_uring_prep_nop(sqe);
@@ -80,7 +80,7 @@ void UringEngine::Submit(std::span<const IoRequest> batch) {
   if (batch.empty()) return;
   Ring& ring = *rings_[next_ring_.fetch_add(1, std::memory_order_relaxed) %
                        rings_.size()];
-  absl::MutexLock lock(&ring.mu);
+  MutexLock lock(&ring.mu);
   for (const IoRequest& request : batch) {
     while (ring.inflight >= ring.max_inflight) {
       // Hand over what is queued before sleeping, so the reaper can make
@@ -128,7 +128,7 @@ void UringEngine::ReapLoop(Ring* ring) {
     io_uring_cq_advance(&ring->uring, count);
 
     {
-      absl::MutexLock lock(&ring->mu);
+      MutexLock lock(&ring->mu);
       bool requeued = false;
       for (auto [op, res] : events) {
         if (op == nullptr) {
@@ -165,7 +165,7 @@ void UringEngine::ReapLoop(Ring* ring) {
     finished.clear();
 
     if (stop_seen) {
-      absl::MutexLock lock(&ring->mu);
+      MutexLock lock(&ring->mu);
       if (ring->inflight == 0) break;
     }
   }

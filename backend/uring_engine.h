@@ -20,7 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "backend/io_engine.h"
 
 namespace fgds::backend {
@@ -43,8 +43,8 @@ class UringEngine : public IoEngine {
   };
   struct Ring {
     io_uring uring;
-    absl::Mutex mu;
-    absl::CondVar room;  // signalled when inflight drops
+    fgds::Mutex mu;
+    fgds::CondVar room;  // signalled when inflight drops
     // Requests submitted and not yet completed. Bounded by max_inflight so
     // the completion queue never overflows.
     unsigned inflight ABSL_GUARDED_BY(mu) = 0;

@@ -9,13 +9,13 @@ BufferPool::BufferPool(size_t buffer_size, size_t max_cached)
     : buffer_size_(buffer_size), max_cached_(max_cached) {}
 
 BufferPool::~BufferPool() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (char* buffer : free_) std::free(buffer);
 }
 
 char* BufferPool::Get() {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (!free_.empty()) {
       char* buffer = free_.back();
       free_.pop_back();
@@ -30,7 +30,7 @@ char* BufferPool::Get() {
 
 void BufferPool::Put(char* buffer) {
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (free_.size() < max_cached_) {
       free_.push_back(buffer);
       return;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace fgds::fusefs {
 
@@ -34,7 +34,7 @@ class BufferPool {
  private:
   const size_t buffer_size_;
   const size_t max_cached_;
-  absl::Mutex mu_;
+  fgds::Mutex mu_;
   std::vector<char*> free_ ABSL_GUARDED_BY(mu_);
 };
 

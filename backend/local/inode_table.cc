@@ -17,7 +17,7 @@ InodeTable::InodeTable(int root_fd, const struct stat& root_stat)
 }
 
 InodeTable::~InodeTable() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto& [key, inode] : inodes_) {
     if (inode == &root_) continue;
     close(inode->fd);
@@ -38,7 +38,7 @@ LocalInode& InodeTable::Get(NodeId node) {
 
 NodeId InodeTable::Insert(int fd, const struct stat& st) {
   Key key{st.st_dev, st.st_ino};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (key == Key{root_.dev, root_.ino}) {
     // The root reached by another name (e.g. a bind mount loop).
     close(fd);
@@ -59,7 +59,7 @@ NodeId InodeTable::Insert(int fd, const struct stat& st) {
 void InodeTable::Forget(NodeId node, uint64_t count) {
   if (node == kRootNode) return;
   LocalInode& inode = Get(node);
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (count > inode.nlookup) {
     std::fprintf(stderr, "fgds: INTERNAL ERROR: forget %llu > nlookup %llu\n",
                  static_cast<unsigned long long>(count),
@@ -74,7 +74,7 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
 }
 
 size_t InodeTable::size() {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return inodes_.size();
 }
 

@@ -22,7 +22,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 #include "backend/backend.h"
 
 namespace fgds::backend {
@@ -46,7 +46,7 @@ struct LocalInode {
 
   // What the file looked like when a handle was last opened or released, so
   // an open can tell whether the kernel's cached pages are still valid.
-  absl::Mutex cache_mu;
+  fgds::Mutex cache_mu;
   bool cache_known ABSL_GUARDED_BY(cache_mu) = false;
   struct timespec cache_mtime ABSL_GUARDED_BY(cache_mu) = {};
   off_t cache_size ABSL_GUARDED_BY(cache_mu) = 0;
@@ -76,7 +76,7 @@ class InodeTable {
 
  private:
   using Key = std::pair<dev_t, ino_t>;
-  absl::Mutex mu_;
+  fgds::Mutex mu_;
   absl::flat_hash_map<Key, LocalInode*> inodes_ ABSL_GUARDED_BY(mu_);
   LocalInode root_;
 };

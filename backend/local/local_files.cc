@@ -23,7 +23,7 @@ class File {
 bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0) return false;
-  absl::MutexLock lock(&inode.cache_mu);
+  MutexLock lock(&inode.cache_mu);
   bool same = inode.cache_known &&
               inode.cache_mtime.tv_sec == st.st_mtim.tv_sec &&
               inode.cache_mtime.tv_nsec == st.st_mtim.tv_nsec &&

@@ -60,10 +60,6 @@ CommandResult RunFgds(const std::vector<std::string>& args, uid_t uid = 0) {
           output};
 }
 
-bool IsFuse(const std::string& path) {
-  struct statfs sfs;
-  return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == 0x65735546;
-}
 
 class LifecycleTest : public ::testing::Test {
  protected:
@@ -93,7 +89,7 @@ TEST_F(LifecycleTest, BackgroundMountReturnsWhenLiveAndUmountStopsIt) {
   CommandResult r = RunFgds({"mount", "--data", data_, mnt_});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // Usable at once: no sleep between mount returning and the first access.
-  EXPECT_TRUE(IsFuse(mnt_));
+  EXPECT_TRUE(IsFuseMount(mnt_));
   { std::ofstream(mnt_ + "/f") << "data"; }
   struct stat st;
   EXPECT_EQ(stat((data_ + "/f").c_str(), &st), 0);
@@ -102,7 +98,7 @@ TEST_F(LifecycleTest, BackgroundMountReturnsWhenLiveAndUmountStopsIt) {
   EXPECT_NE(r.output.find("write"), std::string::npos) << r.output;
   r = RunFgds({"umount", mnt_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_FALSE(IsFuse(mnt_));
+  EXPECT_FALSE(IsFuseMount(mnt_));
 }
 
 TEST_F(LifecycleTest, MountErrorsNameTheProblem) {
@@ -145,7 +141,7 @@ TEST_F(LifecycleTest, UmountWithOpenFileIsBusyThenLazyWorks) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("busy"), std::string::npos) << r.output;
   ASSERT_EQ(RunFgds({"umount", "-l", mnt_}).exit_code, 0);
-  EXPECT_FALSE(IsFuse(mnt_));
+  EXPECT_FALSE(IsFuseMount(mnt_));
   // The open file keeps working after the detach, and its data lands.
   EXPECT_EQ(pwrite(fd, "late", 4, 0), 4);
   EXPECT_EQ(fsync(fd), 0);
@@ -161,10 +157,10 @@ TEST_F(LifecycleTest, SigtermUnmountsCleanly) {
   ASSERT_TRUE(fs.ok()) << fs.status();
   std::string mnt = (*fs)->mountpoint();
   kill((*fs)->daemon_pid(), SIGTERM);
-  for (int i = 0; i < 500 && IsFuse(mnt); ++i) {
+  for (int i = 0; i < 500 && IsFuseMount(mnt); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_FALSE(IsFuse(mnt));
+  EXPECT_FALSE(IsFuseMount(mnt));
 }
 
 // A killed daemon must never hang its clients: readers in flight and later

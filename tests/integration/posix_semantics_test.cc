@@ -38,13 +38,6 @@
 namespace fgds::testing {
 namespace {
 
-constexpr long kFuseSuperMagic = 0x65735546;
-
-bool IsFuseMount(const std::string& path) {
-  struct statfs sfs;
-  return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kFuseSuperMagic;
-}
-
 // Daemon configurations: each sends the kernel down different cache paths
 // (page cache, writeback cache, no cache), and each must be POSIX.
 struct MountMode {

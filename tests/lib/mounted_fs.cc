@@ -22,16 +22,16 @@ namespace {
 
 constexpr long kFuseSuperMagic = 0x65735546;
 
-bool IsFuseMount(const std::string& path) {
-  struct statfs sfs;
-  return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kFuseSuperMagic;
-}
-
 absl::Status ErrnoStatus(int err, const std::string& what) {
   return absl::ErrnoToStatus(err, what);
 }
 
 }  // namespace
+
+bool IsFuseMount(const std::string& path) {
+  struct statfs sfs;
+  return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kFuseSuperMagic;
+}
 
 std::string FgdsBinary() {
   const char* env = getenv("FGDS_BINARY");

@@ -67,6 +67,9 @@ class MountedFs {
   pid_t pid_ = -1;
 };
 
+// True if `path` is the root of a live FUSE mount.
+bool IsFuseMount(const std::string& path);
+
 // Path of the fgds binary under test (set by CMake).
 std::string FgdsBinary();
 
