@@ -18,6 +18,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -137,6 +138,12 @@ class Backend {
   // True when the kernel's cached pages of this file are still valid (the
   // file did not change outside the mount since the last open).
   virtual bool KeepCache(File* file) = 0;
+  // usrbio: opens the regular file whose inode number is `ino` (the st_ino
+  // this backend reported for it) with open(2) `flags` and returns the new
+  // descriptor, owned by the caller, or -errno (-ESTALE: no such inode is
+  // known). The caller has checked that a client holds the file open with
+  // this access mode, so no permission check happens here.
+  virtual int ReopenByIno(ino_t ino, int flags) { return -EOPNOTSUPP; }
 
   // Directories. ReadDir calls `emit` for entries from `offset` on until it
   // returns false (the entry was not taken) or the directory ends.

@@ -9,6 +9,7 @@ packages=(
   libfuse3-dev fuse3 liburing-dev libabsl-dev
   libgtest-dev libgmock-dev
   clang libclang-rt-14-dev   # sanitizer runtimes and libFuzzer
+  clang-format
   kmod procps util-linux
 )
 

@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "common/log.h"
 #include "fusefs/filesystem.h"
 #include "fusefs/mount_table.h"
+#include "fusefs/session/session_server.h"
 
 namespace fgds::fusefs {
 namespace {
@@ -34,8 +36,8 @@ absl::StatusOr<std::string> RealDir(const std::string& path,
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(what, " ", path,
-                                              " does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat(what, " ", path, " does not exist"));
     }
     return PosixError(absl::StrCat(what, " ", path), errno);
   }
@@ -57,7 +59,8 @@ bool IsInside(const std::string& path, const std::string& dir) {
 // Raises the descriptor limit: every node the kernel knows costs one.
 void RaiseFileLimit() {
   rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur < limit.rlim_max) {
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_NOFILE, &limit);
   }
@@ -114,10 +117,9 @@ absl::Status PrepareMount(DaemonOptions& options) {
   options.mountpoint = *mountpoint;
   if (auto mounted = FindMount(options.mountpoint);
       mounted && absl::StartsWith(mounted->fstype, "fuse")) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(options.mountpoint, " is already mounted (",
-                     mounted->fstype, "); run fgds umount ",
-                     options.mountpoint, " first"));
+    return absl::AlreadyExistsError(absl::StrCat(
+        options.mountpoint, " is already mounted (", mounted->fstype,
+        "); run fgds umount ", options.mountpoint, " first"));
   }
 
   if (options.data_dir == kDefaultDataDir && access(kDefaultDataDir, F_OK)) {
@@ -132,11 +134,30 @@ absl::Status PrepareMount(DaemonOptions& options) {
   // and wait on itself.
   if (IsInside(options.data_dir, options.mountpoint) ||
       IsInside(options.mountpoint, options.data_dir)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "backing directory ", options.data_dir, " and mountpoint ",
-        options.mountpoint, " must not contain one another"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("backing directory ", options.data_dir, " and mountpoint ",
+                     options.mountpoint, " must not contain one another"));
   }
   return absl::OkStatus();
+}
+
+// Starts the usrbio session server (fusefs/session/) for the mount at
+// `mountpoint`; without it the mount still serves POSIX, and clients get
+// ENOTSUP from fgds_session_open.
+static void StartSessions(const std::string& mountpoint,
+                          backend::Backend* backend,
+                          std::unique_ptr<session::SessionServer>* out) {
+  auto mounted = FindMount(mountpoint);
+  if (!mounted) return;
+  session::SessionServer::Options session_options;
+  session_options.context.backend = backend;
+  session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
+  auto server = session::SessionServer::Start(session_options);
+  if (server.ok()) {
+    *out = *std::move(server);
+  } else {
+    LogWarning("usrbio disabled: %s", server.status().ToString());
+  }
 }
 
 absl::Status ServeMount(const DaemonOptions& options,
@@ -159,14 +180,18 @@ absl::Status ServeMount(const DaemonOptions& options,
                (*local)->engine_fallback_reason());
   }
   std::string engine_name = (*local)->engine().name();
+  // usrbio sessions; started once the mount exists (they need its device).
+  std::unique_ptr<session::SessionServer> sessions;
   auto fs = std::make_unique<Filesystem>(options, *std::move(local));
-  fs->stats_header =
-      absl::StrCat("# fgds stats: data=", options.data_dir, " engine=",
-                   engine_name, options.writeback_cache ? " writeback" : "",
-                   options.direct_io ? " direct_io" : "");
+  fs->stats_header = absl::StrCat("# fgds stats: data=", options.data_dir,
+                                  " engine=", engine_name,
+                                  options.writeback_cache ? " writeback" : "",
+                                  options.direct_io ? " direct_io" : "");
   Filesystem* fs_ptr = fs.get();
-  fs->control.AddFile("stats", [fs_ptr] {
-    return fs_ptr->stats.Render(fs_ptr->stats_header);
+  fs->control.AddFile(
+      "stats", [fs_ptr] { return fs_ptr->stats.Render(fs_ptr->stats_header); });
+  fs->control.AddFile("session", [&sessions] {
+    return sessions ? sessions->ControlFileContent() : std::string();
   });
 
   std::vector<std::string> arg_strings = {
@@ -186,8 +211,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   AssignOperations(&ops);
   fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), fs.get());
   if (se == nullptr) {
-    absl::Status st = absl::InvalidArgumentError(absl::StrCat(
-        "libfuse rejected the options: ", absl::StrJoin(options.fuse_options, ",")));
+    absl::Status st = absl::InvalidArgumentError(
+        absl::StrCat("libfuse rejected the options: ",
+                     absl::StrJoin(options.fuse_options, ",")));
     ready(st);
     return st;
   }
@@ -200,22 +226,24 @@ absl::Status ServeMount(const DaemonOptions& options,
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
-    absl::Status st = absl::PermissionDeniedError(
-        absl::StrCat("mounting ", options.mountpoint,
-                     " failed (see the message above)"));
+    absl::Status st = absl::PermissionDeniedError(absl::StrCat(
+        "mounting ", options.mountpoint, " failed (see the message above)"));
     ready(st);
     return st;
   }
   std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
                         options.readahead_kb);
-  LogInfo("serving %s at %s (engine %s)", options.data_dir,
-          options.mountpoint, engine_name);
+  StartSessions(options.mountpoint, fs->backend.get(), &sessions);
+  LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
+          engine_name);
   ready(absl::OkStatus());
 
   fuse_loop_config* config = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(config, 1);
-  fuse_loop_cfg_set_max_threads(config, static_cast<unsigned>(options.max_threads));
-  fuse_loop_cfg_set_idle_threads(config, static_cast<unsigned>(std::min(options.max_threads, 8)));
+  fuse_loop_cfg_set_max_threads(config,
+                                static_cast<unsigned>(options.max_threads));
+  fuse_loop_cfg_set_idle_threads(
+      config, static_cast<unsigned>(std::min(options.max_threads, 8)));
   // A signal ends the loop with the signal's number: that is a clean stop.
   int ret = fuse_session_loop_mt(se, config);
   if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
@@ -224,6 +252,7 @@ absl::Status ServeMount(const DaemonOptions& options,
 
   fuse_remove_signal_handlers(se);
   fuse_session_unmount(se);
+  sessions.reset();  // ends usrbio sessions before the engine goes away
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.
   fs.reset();
@@ -240,17 +269,17 @@ absl::Status Unmount(const std::string& mountpoint, bool lazy) {
   int err = errno;
   switch (err) {
     case EBUSY:
-      return absl::FailedPreconditionError(absl::StrCat(
-          mountpoint, " is busy (files are open or a process is inside); "
-                      "close them, or use fgds umount -l to detach now and "
-                      "finish when the last one closes"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(mountpoint,
+                       " is busy (files are open or a process is inside); "
+                       "close them, or use fgds umount -l to detach now and "
+                       "finish when the last one closes"));
     case EINVAL:
       return absl::InvalidArgumentError(
           absl::StrCat(mountpoint, " is not a mountpoint"));
     case EPERM:
-      return absl::PermissionDeniedError(
-          absl::StrCat("not permitted to unmount ", mountpoint,
-                       " (run as root)"));
+      return absl::PermissionDeniedError(absl::StrCat(
+          "not permitted to unmount ", mountpoint, " (run as root)"));
     default:
       return PosixError("umount " + mountpoint, err);
   }

@@ -3,13 +3,14 @@
 #   1. a -Werror build with every unit and integration test (real FUSE mounts);
 #   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer;
 #   3. the concurrent unit tests under ThreadSanitizer;
-#   4. the fuzz targets, briefly (when tests/fuzz exists).
+#   4. the fuzz targets, briefly (ctest label "fuzz", in stage 1);
+#   5. formatting: every C/C++ file as clang-format (.clang-format) wants.
 # Needs root and /dev/fuse (integration tests skip without them).
 # FGDS_TEST_STAGES picks stages, e.g. FGDS_TEST_STAGES="release asan".
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-stages=${FGDS_TEST_STAGES:-"release asan tsan"}
+stages=${FGDS_TEST_STAGES:-"format release asan tsan"}
 jobs=${FGDS_JOBS:-$(nproc)}
 
 "$repo/deploy/install-deps.sh"
@@ -36,8 +37,25 @@ run_stage() {
   fi
 }
 
+check_format() {
+  echo "=== stage format ==="
+  local bad=()
+  while IFS= read -r f; do
+    clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+  done < <(cd "$repo" && git ls-files -- '*.cc' '*.h' '*.c' ':!kmod/*' |
+           sed "s|^|$repo/|")
+  if [ ${#bad[@]} -eq 0 ]; then
+    echo "=== stage format passed ==="
+  else
+    printf '  not clang-formatted: %s\n' "${bad[@]}"
+    echo "=== stage format FAILED (run clang-format -i on them) ==="
+    failed+=(format)
+  fi
+}
+
 for stage in $stages; do
   case $stage in
+    format) check_format ;;
     release) run_stage release build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
     asan)
       # Leak checking stays on: the daemon must not leak per request.

@@ -22,8 +22,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "common/mutex.h"
+#include "absl/functional/function_ref.h"
 #include "backend/backend.h"
+#include "common/mutex.h"
 
 namespace fgds::backend {
 
@@ -41,7 +42,7 @@ struct LocalInode {
   const int fd;  // O_PATH | O_NOFOLLOW, owned
   const dev_t dev;
   const ino_t ino;
-  const mode_t type;  // S_IFMT bits
+  const mode_t type;     // S_IFMT bits
   uint64_t nlookup = 0;  // guarded by InodeTable::mu_
 
   // What the file looked like when a handle was last opened or released, so
@@ -73,6 +74,13 @@ class InodeTable {
   void Forget(NodeId node, uint64_t count);
 
   size_t size();
+
+  // Calls `fn` with the one known inode whose st_ino is `ino`, under the
+  // table's lock (so it cannot be forgotten meanwhile), and returns fn's
+  // result; -ESTALE if there is none, -EXDEV if several inodes on different
+  // devices share the number. O(inodes): for registrations, not data paths.
+  // Defined in local_reopen.cc.
+  int WithIno(ino_t ino, absl::FunctionRef<int(LocalInode&)> fn);
 
  private:
   using Key = std::pair<dev_t, ino_t>;

@@ -66,8 +66,8 @@ class LocalBackend : public Backend {
   int RemoveXattr(NodeId node, const char* name) override;
 
   int Open(NodeId node, int flags, File** out) override;
-  int Create(const Caller& caller, NodeId parent, const char* name,
-             mode_t mode, int flags, Entry* entry, File** out) override;
+  int Create(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+             int flags, Entry* entry, File** out) override;
   int Flush(File* file) override;
   void Release(File* file) override;
   int Fsync(File* file, bool datasync) override;
@@ -78,6 +78,7 @@ class LocalBackend : public Backend {
   int FileFd(File* file) override;
   int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
+  int ReopenByIno(ino_t ino, int flags) override;  // local_reopen.cc
 
   int OpenDir(NodeId node, Dir** out) override;
   int ReadDir(Dir* dir, off_t offset,

@@ -60,7 +60,6 @@ CommandResult RunFgds(const std::vector<std::string>& args, uid_t uid = 0) {
           output};
 }
 
-
 class LifecycleTest : public ::testing::Test {
  protected:
   void SetUp() override {

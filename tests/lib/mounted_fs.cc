@@ -129,7 +129,11 @@ void MountedFs::KillDaemon(int sig) {
 
 absl::Status MountedFs::Unmount() {
   absl::Status result;
-  if (IsFuseMount(mountpoint_) || pid_ > 0) {
+  // A killed daemon leaves a mount whose statfs fails with ENOTCONN: that
+  // mount must go too, or it outlives the test.
+  struct statfs sfs;
+  bool stale = statfs(mountpoint_.c_str(), &sfs) != 0 && errno == ENOTCONN;
+  if (IsFuseMount(mountpoint_) || stale || pid_ > 0) {
     // A clean unmount makes the daemon's loop return; a lazy detach covers a
     // daemon that is already dead (stale mount, ENOTCONN).
     if (umount2(mountpoint_.c_str(), 0) != 0 &&

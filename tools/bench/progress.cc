@@ -20,7 +20,7 @@ void Progress::Begin(std::string label, uint64_t total_bytes,
   done_.store(0, std::memory_order_relaxed);
   start_ns_ = MonotonicNanos();
   {
-    absl::MutexLock lock(&mu_);
+    fgds::MutexLock lock(&mu_);
     stop_ = false;
   }
   ticker_ = std::thread([this] { Ticker(); });
@@ -29,7 +29,7 @@ void Progress::Begin(std::string label, uint64_t total_bytes,
 void Progress::End() {
   if (!ticker_.joinable()) return;
   {
-    absl::MutexLock lock(&mu_);
+    fgds::MutexLock lock(&mu_);
     stop_ = true;
   }
   cv_.SignalAll();
@@ -55,7 +55,7 @@ void Progress::Draw() {
 }
 
 void Progress::Ticker() {
-  absl::MutexLock lock(&mu_);
+  fgds::MutexLock lock(&mu_);
   while (!stop_) {
     // Draw reads only done_ and fields that Begin set before starting this
     // thread, so holding mu_ while drawing costs nothing.

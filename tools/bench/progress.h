@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace fgds::bench {
 
@@ -47,8 +47,8 @@ class Progress {
   uint64_t start_ns_ = 0;
   std::atomic<uint64_t> done_{0};
   std::thread ticker_;
-  absl::Mutex mu_;
-  absl::CondVar cv_;
+  fgds::Mutex mu_;
+  fgds::CondVar cv_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -1,0 +1,112 @@
+#include "fusefs/session/registry.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+namespace fgds::session {
+namespace {
+
+constexpr long kTmpfsMagic = 0x01021994;  // memfds live on an internal tmpfs
+
+}  // namespace
+
+int SharedMemory::Map(int fd, uint64_t size,
+                      std::shared_ptr<SharedMemory>* out) {
+  if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) return -EINVAL;
+  struct statfs sfs;
+  if (fstatfs(fd, &sfs) != 0 || sfs.f_type != kTmpfsMagic) return -EINVAL;
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) return -EINVAL;
+  // Checked after the seal: from here on the size can only grow.
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < size) {
+    return -EINVAL;
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return -errno;
+  out->reset(new SharedMemory(static_cast<char*>(base), size, true));
+  return 0;
+}
+
+std::shared_ptr<SharedMemory> SharedMemory::Borrow(void* base, uint64_t size) {
+  return std::shared_ptr<SharedMemory>(
+      new SharedMemory(static_cast<char*>(base), size, false));
+}
+
+SharedMemory::~SharedMemory() {
+  if (owned_) munmap(base_, size_);
+}
+
+RegisteredFile::~RegisteredFile() {
+  if (fd >= 0) close(fd);
+  if (direct_fd >= 0) close(direct_fd);
+}
+
+int64_t Registry::AddIov(std::shared_ptr<SharedMemory> iov) {
+  fgds::MutexLock lock(&mu_);
+  if (iovs_.size() >= limits_.max_iovs || next_iov_ == UINT32_MAX) {
+    return -ENOSPC;
+  }
+  uint32_t id = next_iov_++;
+  iovs_.emplace(id, std::move(iov));
+  return id;
+}
+
+int64_t Registry::AddFile(std::shared_ptr<RegisteredFile> file) {
+  fgds::MutexLock lock(&mu_);
+  if (files_.size() >= limits_.max_files || next_file_ == UINT32_MAX) {
+    return -ENOSPC;
+  }
+  uint32_t id = next_file_++;
+  files_.emplace(id, std::move(file));
+  return id;
+}
+
+int Registry::RemoveIov(uint32_t id) {
+  std::shared_ptr<SharedMemory> dropped;  // released outside the lock
+  fgds::MutexLock lock(&mu_);
+  auto it = iovs_.find(id);
+  if (it == iovs_.end()) return -ENOENT;
+  dropped = std::move(it->second);
+  iovs_.erase(it);
+  return 0;
+}
+
+int Registry::RemoveFile(uint32_t id) {
+  std::shared_ptr<RegisteredFile> dropped;
+  fgds::MutexLock lock(&mu_);
+  auto it = files_.find(id);
+  if (it == files_.end()) return -ENOENT;
+  dropped = std::move(it->second);
+  files_.erase(it);
+  return 0;
+}
+
+void Registry::Clear() {
+  absl::flat_hash_map<uint32_t, std::shared_ptr<SharedMemory>> iovs;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<RegisteredFile>> files;
+  {
+    fgds::MutexLock lock(&mu_);
+    iovs.swap(iovs_);
+    files.swap(files_);
+  }
+}
+
+const std::shared_ptr<SharedMemory>* Registry::FindIov(uint32_t id) const {
+  auto it = iovs_.find(id);
+  return it == iovs_.end() ? nullptr : &it->second;
+}
+
+const std::shared_ptr<RegisteredFile>* Registry::FindFile(uint32_t id) const {
+  auto it = files_.find(id);
+  return it == files_.end() ? nullptr : &it->second;
+}
+
+}  // namespace fgds::session

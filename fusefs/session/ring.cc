@@ -1,0 +1,309 @@
+#include "fusefs/session/ring.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "fgds/usrbio.h"
+#include "fusefs/session/sqe_check.h"
+
+namespace fgds::session {
+namespace {
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void Signal(int efd) {
+  uint64_t one = 1;
+  // EAGAIN means the counter is already nonzero: the reader wakes anyway.
+  (void)!write(efd, &one, sizeof(one));
+}
+
+void Drain(int efd) {
+  uint64_t count;
+  (void)!read(efd, &count, sizeof(count));
+}
+
+// One engine request of a ring. Deletes itself when complete.
+class RingOp : public backend::IoCompletion {
+ public:
+  RingOp(std::shared_ptr<Ring> ring, uint64_t userdata, CheckedIo io)
+      : ring_(std::move(ring)), userdata_(userdata), io_(std::move(io)) {}
+  const CheckedIo& io() const { return io_; }
+  void Complete(int64_t result) override {
+    ring_->Post(userdata_, result, io_.path);
+    ring_->Retire();
+    delete this;  // drops the iov, file and ring references last
+  }
+
+ private:
+  std::shared_ptr<Ring> ring_;
+  uint64_t userdata_;
+  CheckedIo io_;
+};
+
+}  // namespace
+
+int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
+                 int complete_efd, const fgds_msg_ior_register& params,
+                 std::shared_ptr<Registry> registry, backend::IoEngine* engine,
+                 std::shared_ptr<Ring>* out) {
+  int wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  int exited_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  auto fail = [&](int err) {
+    for (int fd : {submit_efd, complete_efd, wake_efd, exited_efd}) {
+      if (fd >= 0) close(fd);
+    }
+    return err;
+  };
+  if (wake_efd < 0 || exited_efd < 0) return fail(-errno);
+  fgds_ring_layout layout;
+  if (fgds_ring_get_layout(params.entries, &layout) != 0) {
+    return fail(-EINVAL);
+  }
+  if (memory->size() < layout.total_size) return fail(-EINVAL);
+  // Read the header once; afterwards only our own copy of the layout is
+  // used, whatever the client writes there.
+  fgds_ring_header h;
+  memcpy(&h, memory->base(), sizeof(h));
+  if (h.magic != FGDS_RING_MAGIC || h.version != FGDS_RING_VERSION ||
+      h.header_size != sizeof(fgds_ring_header) ||
+      h.sqe_size != sizeof(fgds_sqe) || h.cqe_size != sizeof(fgds_cqe) ||
+      h.sq_entries != layout.sq_entries || h.cq_entries != layout.cq_entries ||
+      h.sq_offset != layout.sq_offset || h.cq_offset != layout.cq_offset ||
+      h.total_size != layout.total_size || h.reserved0 != 0) {
+    return fail(-EINVAL);
+  }
+  // Honest clients never block on these; a client that clears O_NONBLOCK
+  // later only stalls its own worker (see ring.h).
+  for (int fd : {submit_efd, complete_efd}) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+      return fail(-EINVAL);
+    }
+  }
+  out->reset(new Ring(std::move(memory), layout, submit_efd, complete_efd,
+                      wake_efd, exited_efd, params, std::move(registry),
+                      engine));
+  return 0;
+}
+
+Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
+           int submit_efd, int complete_efd, int wake_efd, int exited_efd,
+           const fgds_msg_ior_register& params,
+           std::shared_ptr<Registry> registry, backend::IoEngine* engine)
+    : memory_(std::move(memory)),
+      header_(reinterpret_cast<fgds_ring_header*>(memory_->base())),
+      sqes_(reinterpret_cast<const fgds_sqe*>(memory_->base() +
+                                              layout.sq_offset)),
+      cqes_(reinterpret_cast<fgds_cqe*>(memory_->base() + layout.cq_offset)),
+      sq_entries_(layout.sq_entries),
+      cq_entries_(layout.cq_entries),
+      submit_efd_(submit_efd),
+      complete_efd_(complete_efd),
+      wake_efd_(wake_efd),
+      exited_efd_(exited_efd),
+      flags_(params.flags),
+      io_depth_(std::min(params.io_depth, layout.sq_entries)),
+      timeout_ns_(uint64_t{params.timeout_us} * 1000),
+      spin_ns_(uint64_t{std::min(params.spin_us, 1000000u)} * 1000),
+      priority_(params.priority),
+      registry_(std::move(registry)),
+      engine_(engine) {
+  // Start from wherever the client's indexes are (zero for a fresh ring).
+  sq_head_ = fgds_load_acquire(&header_->sq_head.value);
+  fgds::MutexLock lock(&cq_mu_);
+  cq_tail_ = fgds_load_acquire(&header_->cq_tail.value);
+}
+
+Ring::~Ring() {
+  for (int fd : {submit_efd_, complete_efd_, wake_efd_, exited_efd_}) {
+    close(fd);
+  }
+}
+
+void Ring::Start() { worker_ = std::thread(&Ring::WorkerLoop, this); }
+
+void Ring::Stop() {
+  if (!worker_.joinable()) return;
+  stop_.store(true, std::memory_order_seq_cst);
+  Signal(wake_efd_);
+  // The worker may be stuck writing the client's completion eventfd (a
+  // client that made it blocking and filled it): reading it unblocks the
+  // write. Our own exited_efd_ says when the worker is out.
+  for (;;) {
+    pollfd fds[2] = {{exited_efd_, POLLIN, 0}, {complete_efd_, POLLIN, 0}};
+    int ret = poll(fds, 2, -1);
+    if (ret < 0 && errno == EINTR) continue;
+    if (ret < 0 || (fds[0].revents & POLLIN)) break;
+    if (fds[1].revents & POLLIN) Drain(complete_efd_);
+  }
+  worker_.join();
+}
+
+void Ring::Post(uint64_t userdata, int64_t result, uint32_t path) {
+  {
+    fgds::MutexLock lock(&cq_mu_);
+    fgds_cqe* cqe = &cqes_[cq_tail_ & (cq_entries_ - 1)];
+    cqe->result = result;
+    cqe->userdata = userdata;
+    cqe->path = path;
+    cqe->reserved = 0;
+    ++cq_tail_;
+    // Release: the CQE above is complete before the tail that publishes it.
+    fgds_store_release(&header_->cq_tail.value, cq_tail_);
+  }
+  // Dekker with the worker's Sleep (sleeping_ then notify_pending_): either
+  // it sees the pending notification or we see it asleep and wake it.
+  if (!notify_pending_.exchange(true, std::memory_order_seq_cst) &&
+      sleeping_.load(std::memory_order_seq_cst)) {
+    Signal(wake_efd_);
+  }
+}
+
+uint32_t Ring::Room() const {
+  // inflight_ first: a completion publishes its CQE before leaving
+  // inflight_, so reading in this order can count one twice (less room),
+  // never zero times (an overwritten CQE).
+  const uint32_t inflight = inflight_.load(std::memory_order_acquire);
+  const uint32_t published = fgds_load_acquire(&header_->cq_tail.value);
+  // Acquire: pairs with the client's release after it read the CQEs.
+  const uint32_t head = fgds_load_acquire(&header_->cq_head.value);
+  const uint32_t unreaped = published - head;
+  // A cq_head the client corrupted gives a nonsense count: stall this ring
+  // (the client's own) rather than overwrite anything.
+  if (unreaped > cq_entries_) return 0;
+  const uint64_t used = uint64_t{unreaped} + inflight;
+  return used >= cq_entries_ ? 0 : cq_entries_ - static_cast<uint32_t>(used);
+}
+
+void Ring::DeliverNotify() {
+  if (!notify_pending_.exchange(false, std::memory_order_seq_cst)) return;
+  // Pairs with the client's (set CQ_WAITING; fence; read cq_tail) in
+  // fgds_ior_wait: either it sees the completions or we see its flag.
+  fgds_full_fence();
+  const uint32_t flags = fgds_load_relaxed(&header_->cq_head.flags);
+  if (flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) {
+    Signal(complete_efd_);
+  }
+}
+
+void Ring::Sleep(uint64_t deadline_ns, uint32_t seen_tail) {
+  auto woken = [&] {
+    return fgds_load_acquire(&header_->sq_tail.value) != seen_tail ||
+           notify_pending_.load(std::memory_order_seq_cst) ||
+           stop_.load(std::memory_order_relaxed);
+  };
+  if (spin_ns_ > 0) {
+    const uint64_t spin_end = NowNs() + spin_ns_;
+    while (NowNs() < spin_end) {
+      if (woken()) return;
+      if (deadline_ns != 0 && NowNs() >= deadline_ns) return;
+    }
+  }
+  sleeping_.store(true, std::memory_order_seq_cst);
+  fgds_store_relaxed(&header_->sq_head.flags, FGDS_RING_SQ_NEED_WAKEUP);
+  // Pairs with the client's (publish sq_tail; fence; read NEED_WAKEUP) in
+  // fgds_ior_submit: either it sees our flag and kicks, or we see its tail.
+  fgds_full_fence();
+  if (!woken()) {
+    pollfd fds[2] = {{submit_efd_, POLLIN, 0}, {wake_efd_, POLLIN, 0}};
+    timespec ts;
+    timespec* timeout = nullptr;
+    if (deadline_ns != 0) {
+      const uint64_t now = NowNs();
+      const uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
+      ts = {static_cast<time_t>(left / 1000000000u),
+            static_cast<long>(left % 1000000000u)};
+      timeout = &ts;
+    }
+    if (ppoll(fds, 2, timeout, nullptr) > 0) {
+      if (fds[0].revents & POLLIN) Drain(submit_efd_);
+      if (fds[1].revents & POLLIN) Drain(wake_efd_);
+    }
+  }
+  fgds_store_relaxed(&header_->sq_head.flags, 0);
+  sleeping_.store(false, std::memory_order_relaxed);
+}
+
+void Ring::Dispatch(uint32_t count) {
+  std::vector<fgds_sqe> sqes(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    // The one read of each slot: validation and I/O use only this copy.
+    memcpy(&sqes[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
+           sizeof(fgds_sqe));
+  }
+  sq_head_ += count;
+  // Release: the copies above are done before the client may refill.
+  fgds_store_release(&header_->sq_head.value, sq_head_);
+
+  std::vector<backend::IoRequest> requests;
+  std::vector<std::pair<uint64_t, int>> failed;
+  requests.reserve(count);
+  std::shared_ptr<Ring> self = shared_from_this();
+  {
+    fgds::ReaderMutexLock lock(&registry_->mu());
+    for (const fgds_sqe& sqe : sqes) {
+      CheckedIo io;
+      int err = CheckSqe(sqe, *registry_, flags_, &io);
+      if (err != 0) {
+        failed.emplace_back(sqe.userdata, err);
+        continue;
+      }
+      auto* op = new RingOp(self, sqe.userdata, std::move(io));
+      const CheckedIo& checked = op->io();
+      requests.push_back(backend::IoRequest{
+          checked.write ? backend::IoOp::kWrite : backend::IoOp::kRead,
+          checked.fd, checked.buf, checked.len, checked.offset, op});
+    }
+  }
+  // Counted before the engine can complete any of them.
+  inflight_.fetch_add(static_cast<uint32_t>(requests.size()),
+                      std::memory_order_relaxed);
+  for (auto [userdata, err] : failed) Post(userdata, err, FGDS_PATH_NONE);
+  engine_->Submit(requests);
+}
+
+void Ring::WorkerLoop() {
+  if (priority_ < 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
+  uint64_t batch_start_ns = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    DeliverNotify();
+    const uint32_t tail = fgds_load_acquire(&header_->sq_tail.value);
+    // A tail more than a ring ahead is a broken client: take one ring's
+    // worth; the rest is garbage it wrote itself.
+    const uint32_t avail = std::min(tail - sq_head_, sq_entries_);
+    if (avail > 0 && avail < io_depth_) {
+      const uint64_t now = NowNs();
+      if (batch_start_ns == 0) batch_start_ns = now;
+      // The deadline: a partial batch waits at most timeout_ns_.
+      if (now < batch_start_ns + timeout_ns_) {
+        Sleep(batch_start_ns + timeout_ns_, tail);
+        continue;
+      }
+    }
+    const uint32_t take = std::min(avail, Room());
+    if (take == 0) {
+      Sleep(0, tail);
+      continue;
+    }
+    batch_start_ns = 0;
+    Dispatch(take);
+  }
+  Signal(exited_efd_);
+}
+
+}  // namespace fgds::session

@@ -1,0 +1,86 @@
+// File: fusefs/session/session.h
+//
+// Session: one usrbio client connection. It runs on its own thread: reads
+// requests from the socket (wire_parse.h), registers iovs, iors and files,
+// and replies. It ends when the client closes the socket or dies, when a
+// message is malformed (FGDS_MSG_ERROR, then close), or when the server
+// stops; then it stops its rings and drops every registration. I/O still in
+// flight keeps what it uses alive until it completes (ring.h).
+//
+// Thread safety: Run on one thread; Shutdown from any.
+#ifndef FGDS_FUSEFS_SESSION_SESSION_H_
+#define FGDS_FUSEFS_SESSION_SESSION_H_
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "backend/backend.h"
+#include "common/mutex.h"
+#include "fusefs/session/registry.h"
+#include "fusefs/session/ring.h"
+#include "fusefs/session/wire_parse.h"
+
+namespace fgds::session {
+
+struct SessionLimits {
+  RegistryLimits registry;
+  size_t max_rings = 64;
+};
+
+// What a session needs from the daemon.
+struct SessionContext {
+  backend::Backend* backend = nullptr;
+  // st_dev of the mount as clients see it: a registered fd must be on it.
+  dev_t mount_dev = 0;
+  SessionLimits limits;
+};
+
+class Session {
+ public:
+  // Takes ownership of the connected socket `sock`.
+  Session(int sock, const SessionContext& context);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Serves the connection until it ends, then releases everything.
+  void Run();
+  // Makes Run return soon (shuts the socket down).
+  void Shutdown();
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+ private:
+  // Handles one request; returns the reply's result and sets *id. Takes the
+  // received descriptors (closes what it does not keep).
+  int Handle(const Request& request, int* fds, uint32_t* id);
+  int RegisterIov(const fgds_msg_iov_register& msg, int memfd, uint32_t* id);
+  int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id);
+  int RegisterFile(int fd, uint32_t* id);
+  int UnregisterIor(uint32_t id);
+  void Reply(uint16_t type, uint32_t seq, int32_t result, uint32_t id);
+  void Teardown();
+
+  const int sock_;
+  // Guards closing sock_ at the end of Run against Shutdown from another
+  // thread (which must not touch a descriptor number already reused).
+  fgds::Mutex sock_mu_;
+  bool sock_closed_ ABSL_GUARDED_BY(sock_mu_) = false;
+  const SessionContext context_;
+  pid_t pid_ = 0;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  bool hello_done_ = false;
+  std::shared_ptr<Registry> registry_;
+  uint32_t next_ring_ = 0;
+  absl::flat_hash_map<uint32_t, std::shared_ptr<Ring>> rings_;
+  std::atomic<bool> done_{false};
+};
+
+}  // namespace fgds::session
+
+#endif  // FGDS_FUSEFS_SESSION_SESSION_H_

@@ -1,0 +1,55 @@
+#include "fusefs/session/sqe_check.h"
+
+#include <cerrno>
+#include <cstdint>
+
+#include "fgds/usrbio.h"
+
+namespace fgds::session {
+
+int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
+             CheckedIo* out) {
+  if (sqe.reserved0 != 0 || sqe.reserved1 != 0 ||
+      (sqe.flags & ~FGDS_SQE_VALID_FLAGS) != 0) {
+    return -EINVAL;
+  }
+  if (sqe.opcode != FGDS_OP_READ && sqe.opcode != FGDS_OP_WRITE) {
+    return -EINVAL;
+  }
+  if (sqe.len == 0 || sqe.len > kMaxSqeLen) return -EINVAL;
+  // off_t is signed: the last byte must stay below 2^63. Written so that no
+  // sum can wrap.
+  if (sqe.file_offset > static_cast<uint64_t>(INT64_MAX) - sqe.len) {
+    return -EINVAL;
+  }
+  const std::shared_ptr<SharedMemory>* iov = registry.FindIov(sqe.iov_id);
+  if (iov == nullptr) return -EINVAL;
+  const uint64_t iov_size = (*iov)->size();
+  if (sqe.iov_offset > iov_size || sqe.len > iov_size - sqe.iov_offset) {
+    return -EINVAL;
+  }
+  const std::shared_ptr<RegisteredFile>* file = registry.FindFile(sqe.fd_id);
+  if (file == nullptr) return -EBADF;
+  const bool write = sqe.opcode == FGDS_OP_WRITE;
+  if (write ? !(*file)->writable : !(*file)->readable) return -EACCES;
+
+  char* buf = (*iov)->base() + sqe.iov_offset;
+  const bool aligned = reinterpret_cast<uintptr_t>(buf) % kDirectAlign == 0 &&
+                       sqe.file_offset % kDirectAlign == 0 &&
+                       sqe.len % kDirectAlign == 0;
+  const bool buffered =
+      (sqe.flags & FGDS_SQE_BUFFERED) || (ring_flags & FGDS_IOR_BUFFERED);
+  const bool direct = aligned && !buffered && (*file)->direct_fd >= 0;
+
+  out->write = write;
+  out->fd = direct ? (*file)->direct_fd : (*file)->fd;
+  out->buf = buf;
+  out->len = sqe.len;
+  out->offset = sqe.file_offset;
+  out->path = direct ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE;
+  out->iov = *iov;
+  out->file = *file;
+  return 0;
+}
+
+}  // namespace fgds::session

@@ -1,0 +1,220 @@
+/* File: include/fgds/usrbio.h
+ *
+ * usrbio: batched file I/O against an fgds mount through memory shared with
+ * the daemon, without one system call per I/O.
+ *
+ *   session  one per process and mount: a unix socket to the daemon, found
+ *            through <mount>/.fgds/session. Closing it (or dying) releases
+ *            everything registered through it.
+ *   iov      a buffer region (memfd) mapped by the client and the daemon.
+ *            Reads land in it, writes come from it.
+ *   ior      a submission/completion ring (usrbio_ring.h) plus two eventfds.
+ *   fd       a file opened through the mount, registered once; entries name
+ *            it by the id fgds_fd_register returns.
+ *
+ * Conventions (as liburing): the caller owns every struct and pairs each
+ * create/open with its destroy/close; functions return 0 (or a count / id)
+ * on success and -errno on failure, and never change errno. Params structs
+ * grow through flags and reserved fields, which must be zero (-EINVAL
+ * otherwise); a NULL params pointer means all defaults.
+ *
+ * Example (error handling trimmed; see examples/usrbio_read.c):
+ *   struct fgds_session s;
+ *   fgds_session_open(&s, "/mnt/fgds", NULL);
+ *   struct fgds_iov_params ip = {.size = 1 << 20, .numa_node = -1};
+ *   struct fgds_iov iov;
+ *   fgds_iov_create(&s, &iov, &ip);
+ *   struct fgds_ior ior;
+ *   fgds_ior_create(&s, &ior, NULL);
+ *   int fd = open("/mnt/fgds/data.bin", O_RDONLY);
+ *   int id = fgds_fd_register(&s, fd, 0);
+ *   fgds_prep_read(&ior, &iov, iov.base, id, 0, 1 << 20, 42);
+ *   fgds_ior_submit(&ior);
+ *   struct fgds_cqe cqe;
+ *   fgds_ior_wait(&ior, &cqe, 1, 1, -1);   // cqe.result = bytes or -errno
+ *
+ * Thread safety: a session may be used from many threads (registration
+ * calls serialize on its lock). An ior has one submitting thread and one
+ * reaping thread at a time (they may differ).
+ */
+#ifndef FGDS_USRBIO_H_
+#define FGDS_USRBIO_H_
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "fgds/usrbio_ring.h"
+
+#ifdef __cplusplus
+#define FGDS_NOEXCEPT noexcept
+extern "C" {
+#else
+#define FGDS_NOEXCEPT
+#endif
+
+/* ---- session ---------------------------------------------------------- */
+
+struct fgds_session_params {
+  uint32_t flags; /* none defined: 0 */
+  uint32_t reserved[7];
+};
+
+struct fgds_session {
+  int sock;         /* SOCK_SEQPACKET to the daemon */
+  uint32_t version; /* protocol version the daemon speaks */
+  uint32_t seq;     /* next request's seq; under lock */
+  uint32_t reserved0;
+  pthread_mutex_t lock; /* one request/reply exchange at a time */
+};
+
+/* fgds_session_open connects to the daemon serving `path` (the mountpoint or
+ * any path inside the mount). Errors: -ENOTSUP (not an fgds mount, or a
+ * daemon without usrbio), -ECONNREFUSED/-ENOENT (daemon gone), -EPROTO
+ * (version mismatch), -EINVAL (params). */
+int fgds_session_open(struct fgds_session* session, const char* path,
+                      const struct fgds_session_params* params) FGDS_NOEXCEPT;
+/* fgds_session_close disconnects; the daemon drops every iov, ior and fd
+ * registered through it (destroy them first to unmap them here too). */
+void fgds_session_close(struct fgds_session* session) FGDS_NOEXCEPT;
+
+/* ---- iov -------------------------------------------------------------- */
+
+struct fgds_iov_params {
+  uint64_t size;     /* bytes, > 0; rounded up to 4096 */
+  int32_t numa_node; /* preferred NUMA node of the pages, or -1 for none */
+  uint32_t flags;    /* none defined: 0 */
+  uint64_t reserved[4];
+};
+
+struct fgds_iov {
+  void* base; /* 4096-aligned, size bytes */
+  uint64_t size;
+  uint32_t id; /* the daemon's id for it in this session */
+  int memfd;
+  struct fgds_session* session;
+};
+
+/* fgds_iov_create makes a memfd of params->size bytes (sealed against
+ * shrinking, so the daemon's mapping cannot lose its pages), maps it and
+ * registers it with the daemon. */
+int fgds_iov_create(struct fgds_session* session, struct fgds_iov* iov,
+                    const struct fgds_iov_params* params) FGDS_NOEXCEPT;
+/* fgds_iov_destroy unregisters and unmaps. REQUIRES: no I/O in flight on
+ * it (the daemon keeps its mapping until its own in-flight I/O ends, but
+ * this process's mapping goes away). */
+int fgds_iov_destroy(struct fgds_iov* iov) FGDS_NOEXCEPT;
+
+/* ---- ior -------------------------------------------------------------- */
+
+/* fgds_ior_params.flags */
+#define FGDS_IOR_BUFFERED 1u /* every entry goes through the page cache */
+#define FGDS_IOR_VALID_FLAGS (FGDS_IOR_BUFFERED)
+
+struct fgds_ior_params {
+  uint32_t entries; /* submission slots; 0 = 256 (rounded up to 2^n) */
+  uint32_t flags;   /* FGDS_IOR_* */
+  /* The daemon starts I/O once io_depth entries are waiting, or when the
+   * oldest waiting entry has waited timeout_us, whichever comes first (a
+   * batch never stalls). io_depth 0 or 1 = start at once. */
+  uint32_t io_depth;
+  uint32_t timeout_us; /* 0 = 100 us when io_depth > 1 */
+  int32_t priority;    /* -1 low, 0 normal, 1 high */
+  /* Microseconds the daemon's worker, and fgds_ior_wait, poll before going
+   * to sleep on an eventfd; 0 = never spin. */
+  uint32_t spin_us;
+  uint64_t reserved[4];
+};
+
+struct fgds_ior {
+  struct fgds_ring_header* ring;
+  struct fgds_sqe* sqes;
+  struct fgds_cqe* cqes;
+  uint32_t sq_entries;
+  uint32_t cq_entries;
+  uint32_t sq_pending; /* prepared, not yet submitted */
+  uint32_t in_flight;  /* submitted or prepared, not yet reaped */
+  uint32_t id;
+  uint32_t spin_us;
+  uint64_t map_size;
+  int memfd;
+  int submit_efd;
+  int complete_efd;
+  uint32_t flags;
+  struct fgds_session* session;
+};
+
+int fgds_ior_create(struct fgds_session* session, struct fgds_ior* ior,
+                    const struct fgds_ior_params* params) FGDS_NOEXCEPT;
+/* REQUIRES: nothing in flight (reap every completion first). */
+int fgds_ior_destroy(struct fgds_ior* ior) FGDS_NOEXCEPT;
+
+/* ---- files ------------------------------------------------------------ */
+
+/* fgds_fd_register registers `fd`, a regular file opened through this
+ * session's mount; I/O may use it with the access mode it was opened with
+ * (reads need O_RDONLY/O_RDWR, writes O_WRONLY/O_RDWR). The caller may close
+ * `fd` afterwards. Returns the id (>= 0) for fgds_prep_*, or -errno
+ * (-EBADF: not a file of this mount, -EINVAL: flags or not a regular
+ * file). */
+int fgds_fd_register(struct fgds_session* session, int fd,
+                     uint32_t flags) FGDS_NOEXCEPT;
+int fgds_fd_unregister(struct fgds_session* session, int id) FGDS_NOEXCEPT;
+
+/* ---- I/O -------------------------------------------------------------- */
+
+/* fgds_prep_io queues one entry: `len` bytes between `buf` (inside `iov`)
+ * and `file_offset` of registered file `fd_id`. Nothing reaches the daemon
+ * before fgds_ior_submit. Returns 0, -EAGAIN (ring full: reap completions
+ * first) or -EINVAL (buf/len outside the iov, bad op or flags). Entries that
+ * are 4096-aligned in buffer, offset and length go O_DIRECT unless
+ * FGDS_SQE_BUFFERED (or FGDS_IOR_BUFFERED) is set. */
+int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
+                 uint32_t opcode, uint32_t sqe_flags, void* buf, int fd_id,
+                 uint64_t file_offset, uint64_t len,
+                 uint64_t userdata) FGDS_NOEXCEPT;
+
+static inline int fgds_prep_read(struct fgds_ior* ior,
+                                 const struct fgds_iov* iov, void* buf,
+                                 int fd_id, uint64_t file_offset, uint64_t len,
+                                 uint64_t userdata) FGDS_NOEXCEPT {
+  return fgds_prep_io(ior, iov, FGDS_OP_READ, 0, buf, fd_id, file_offset, len,
+                      userdata);
+}
+
+static inline int fgds_prep_write(struct fgds_ior* ior,
+                                  const struct fgds_iov* iov, void* buf,
+                                  int fd_id, uint64_t file_offset, uint64_t len,
+                                  uint64_t userdata) FGDS_NOEXCEPT {
+  return fgds_prep_io(ior, iov, FGDS_OP_WRITE, 0, buf, fd_id, file_offset, len,
+                      userdata);
+}
+
+/* fgds_ior_submit hands every prepared entry to the daemon (one eventfd
+ * write at most, none while the daemon's worker is awake). Returns the
+ * number submitted. */
+int fgds_ior_submit(struct fgds_ior* ior) FGDS_NOEXCEPT;
+
+/* fgds_ior_peek copies up to `max` ready completions into `cqes` and
+ * consumes them, without blocking. Returns the number copied. */
+int fgds_ior_peek(struct fgds_ior* ior, struct fgds_cqe* cqes,
+                  unsigned max) FGDS_NOEXCEPT;
+
+/* fgds_ior_wait is fgds_ior_peek that first waits until `min` completions
+ * are ready (min <= max), or `timeout_us` passed (-1 = no limit). Returns
+ * the number copied (fewer than min only on timeout), -ENOTCONN if the
+ * daemon is gone, -EINVAL if min > max or min exceeds what is in flight. */
+int fgds_ior_wait(struct fgds_ior* ior, struct fgds_cqe* cqes, unsigned max,
+                  unsigned min, int64_t timeout_us) FGDS_NOEXCEPT;
+
+/* fgds_ior_eventfd returns the completion eventfd for an event loop
+ * (epoll, asyncio): it becomes readable when completions arrive. After it
+ * is asked for, the daemon signals every batch. The caller reads it (8
+ * bytes) to clear it and then calls fgds_ior_peek. Watch the session's
+ * socket too (fgds_session.sock, POLLHUP/POLLIN) to notice a dead daemon. */
+int fgds_ior_eventfd(struct fgds_ior* ior) FGDS_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FGDS_USRBIO_H_ */

@@ -1,0 +1,205 @@
+/* File: include/fgds/usrbio_ring.h
+ *
+ * The memory layout a usrbio client and the fgds daemon share: one ring (an
+ * "ior") lives in a memfd the client creates and both map. It holds a header,
+ * a submission queue (SQ) the client produces and the daemon consumes, and a
+ * completion queue (CQ) the daemon produces and the client consumes.
+ *
+ *   offset 0                    struct fgds_ring_header (4 cache lines)
+ *   layout.sq_offset            struct fgds_sqe[sq_entries]
+ *   layout.cq_offset            struct fgds_cqe[cq_entries]
+ *
+ * Both sides compute the layout from the entry count alone
+ * (fgds_ring_get_layout); the daemon checks the header the client wrote against
+ * it once and never trusts the header's sizes afterwards. Indexes are
+ * free-running 32-bit counters; slot = index & (entries - 1).
+ *
+ * Each index has its own cache line and exactly one writer:
+ *   sq_tail  client   (publishes SQEs; release)
+ *   sq_head  daemon   (consumed SQEs; release)
+ *   cq_tail  daemon   (publishes CQEs; release)
+ *   cq_head  client   (reaped CQEs; release)
+ * The flags words let each side sleep on its eventfd without losing a wakeup
+ * (see FGDS_RING_SQ_NEED_WAKEUP and FGDS_RING_CQ_WAITING).
+ *
+ * C only, fixed-width types, explicit padding; compiles as C and C++.
+ */
+#ifndef FGDS_USRBIO_RING_H_
+#define FGDS_USRBIO_RING_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define FGDS_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define FGDS_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+#define FGDS_RING_MAGIC 0x52534447u /* "GDSR" little-endian */
+#define FGDS_RING_VERSION 1u
+#define FGDS_CACHE_LINE 64u
+
+/* Limits on a ring (the daemon refuses anything outside them). */
+#define FGDS_RING_MIN_ENTRIES 1u
+#define FGDS_RING_MAX_ENTRIES 32768u
+
+/* SQE opcodes. */
+#define FGDS_OP_READ 1u
+#define FGDS_OP_WRITE 2u
+
+/* SQE flags. */
+/* Serve this entry through the page cache even if it is aligned. */
+#define FGDS_SQE_BUFFERED 1u
+#define FGDS_SQE_VALID_FLAGS (FGDS_SQE_BUFFERED)
+
+/* How a completion's data moved (fgds_cqe.path). */
+#define FGDS_PATH_NONE 0u       /* failed before any I/O was issued */
+#define FGDS_PATH_DIRECT 1u     /* O_DIRECT, straight between iov and disk */
+#define FGDS_PATH_PAGE_CACHE 2u /* buffered, through the page cache */
+
+/* sq_flags bits (written by the daemon, read by the client). */
+/* The daemon's worker is asleep on the submit eventfd: a submit must write
+ * it. Cleared by the daemon when it wakes. */
+#define FGDS_RING_SQ_NEED_WAKEUP 1u
+
+/* cq_flags bits (written by the client, read by the daemon). */
+/* A client thread sleeps on the completion eventfd: the daemon writes it
+ * after publishing completions. */
+#define FGDS_RING_CQ_WAITING 1u
+/* The application polls the completion eventfd itself (fgds_ior_eventfd):
+ * the daemon signals every batch of completions. */
+#define FGDS_RING_CQ_ALWAYS_NOTIFY 2u
+
+/* A submission: copied once out of shared memory by the daemon, then
+ * validated. Reserved fields must be zero. */
+struct fgds_sqe {
+  uint8_t opcode; /* FGDS_OP_READ or FGDS_OP_WRITE */
+  uint8_t flags;  /* FGDS_SQE_* */
+  uint16_t reserved0;
+  uint32_t iov_id; /* an iov registered by this session */
+  uint32_t fd_id;  /* a file registered by this session */
+  uint32_t reserved1;
+  uint64_t iov_offset; /* where in the iov the data goes / comes from */
+  uint64_t file_offset;
+  uint64_t len;
+  uint64_t userdata; /* returned in the completion */
+};
+
+/* A completion. */
+struct fgds_cqe {
+  int64_t result;    /* bytes transferred (short only at EOF), or -errno */
+  uint64_t userdata; /* the submission's */
+  uint32_t path;     /* FGDS_PATH_* */
+  uint32_t reserved;
+};
+
+/* One index, alone on its cache line so the two sides never write the same
+ * line (false sharing would cost a cache-line transfer per access). */
+struct fgds_ring_index {
+  uint32_t value;
+  uint32_t flags;
+  uint8_t pad[FGDS_CACHE_LINE - 8];
+};
+
+struct fgds_ring_header {
+  uint32_t magic;       /* FGDS_RING_MAGIC */
+  uint32_t version;     /* FGDS_RING_VERSION */
+  uint32_t header_size; /* sizeof(struct fgds_ring_header) */
+  uint32_t sqe_size;    /* sizeof(struct fgds_sqe) */
+  uint32_t cqe_size;    /* sizeof(struct fgds_cqe) */
+  uint32_t sq_entries;  /* power of two */
+  uint32_t cq_entries;  /* 2 * sq_entries */
+  uint32_t reserved0;
+  uint64_t sq_offset;
+  uint64_t cq_offset;
+  uint64_t total_size;
+  uint8_t pad[FGDS_CACHE_LINE - 56];
+  /* sq_tail.value: client; sq_head.value and sq_head.flags (SQ flags):
+   * daemon; cq_tail.value: daemon; cq_head.value and cq_head.flags (CQ
+   * flags): client. Each writer owns its whole line. */
+  struct fgds_ring_index sq_tail;
+  struct fgds_ring_index sq_head;
+  struct fgds_ring_index cq_tail;
+  struct fgds_ring_index cq_head;
+};
+
+FGDS_STATIC_ASSERT(sizeof(struct fgds_sqe) == 48, "fgds_sqe is ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, iov_id) == 4, "fgds_sqe ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, iov_offset) == 16, "fgds_sqe ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, userdata) == 40, "fgds_sqe ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_cqe) == 24, "fgds_cqe is ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_cqe, path) == 16, "fgds_cqe ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_ring_index) == FGDS_CACHE_LINE,
+                   "one index per cache line");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, total_size) == 48,
+                   "fgds_ring_header ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, sq_tail) ==
+                       1 * FGDS_CACHE_LINE,
+                   "sq_tail on line 1");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, sq_head) ==
+                       2 * FGDS_CACHE_LINE,
+                   "sq_head on line 2");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, cq_tail) ==
+                       3 * FGDS_CACHE_LINE,
+                   "cq_tail on line 3");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, cq_head) ==
+                       4 * FGDS_CACHE_LINE,
+                   "cq_head on line 4");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_ring_header) == 5 * FGDS_CACHE_LINE,
+                   "fgds_ring_header is ABI");
+
+struct fgds_ring_layout {
+  uint32_t sq_entries;
+  uint32_t cq_entries;
+  uint64_t sq_offset;
+  uint64_t cq_offset;
+  uint64_t total_size; /* rounded up to 4096 */
+};
+
+/* fgds_ring_get_layout computes where everything lives for a ring of `entries`
+ * submission slots (rounded up to a power of two). Returns 0, or -EINVAL
+ * (22) when entries is outside [FGDS_RING_MIN_ENTRIES,
+ * FGDS_RING_MAX_ENTRIES]. Both sides call it; it is the single definition. */
+static inline int fgds_ring_get_layout(uint32_t entries,
+                                       struct fgds_ring_layout* out) {
+  uint32_t n = 1;
+  if (entries < FGDS_RING_MIN_ENTRIES || entries > FGDS_RING_MAX_ENTRIES) {
+    return -22; /* -EINVAL without pulling <errno.h> into users' code */
+  }
+  while (n < entries) n <<= 1;
+  out->sq_entries = n;
+  out->cq_entries = 2 * n;
+  out->sq_offset = sizeof(struct fgds_ring_header);
+  out->cq_offset = out->sq_offset + (uint64_t)n * sizeof(struct fgds_sqe);
+  out->total_size =
+      (out->cq_offset + (uint64_t)out->cq_entries * sizeof(struct fgds_cqe) +
+       4095) &
+      ~(uint64_t)4095;
+  return 0;
+}
+
+/* Index accessors for both sides. Each index has one writer; the other side
+ * reads it with acquire (so the entries published before it are visible)
+ * and the writer publishes with release (so its entry writes, or its reads
+ * of consumed entries, happen before the slot changes hands). */
+static inline uint32_t fgds_load_acquire(const uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+static inline void fgds_store_release(uint32_t* p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+/* Sleep/wakeup handshakes (NEED_WAKEUP, CQ_WAITING) are Dekker-style: each
+ * side stores its flag or index, then a full fence, then loads the other's,
+ * so at least one of them sees the other and no wakeup is lost. */
+static inline void fgds_full_fence(void) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+static inline uint32_t fgds_load_relaxed(const uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+static inline void fgds_store_relaxed(uint32_t* p, uint32_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELAXED);
+}
+
+#endif /* FGDS_USRBIO_RING_H_ */

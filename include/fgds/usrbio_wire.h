@@ -1,0 +1,99 @@
+/* File: include/fgds/usrbio_wire.h
+ *
+ * The messages a usrbio client and the fgds daemon exchange over a session's
+ * unix socket (SOCK_SEQPACKET: one message per packet, file descriptors in
+ * SCM_RIGHTS). The client sends a request, the daemon answers each with one
+ * FGDS_MSG_REPLY carrying the request's seq. The data path does not use the
+ * socket: it runs through the rings (usrbio_ring.h).
+ *
+ * Every message is a header followed by the payload struct of its type, and
+ * its length is exactly sizeof(header) + sizeof(payload). Reserved fields
+ * must be zero. A message that breaks any of these rules (or carries the
+ * wrong number of descriptors) is malformed: the daemon answers
+ * FGDS_MSG_ERROR with -EPROTO and closes that session only. A well-formed
+ * request with bad values gets a REPLY with -errno and the session goes on.
+ *
+ * C only, fixed-width types, explicit padding; compiles as C and C++.
+ */
+#ifndef FGDS_USRBIO_WIRE_H_
+#define FGDS_USRBIO_WIRE_H_
+
+#include <stdint.h>
+
+#include "fgds/usrbio_ring.h"
+
+#define FGDS_WIRE_MAGIC 0x57534447u /* "GDSW" little-endian */
+#define FGDS_WIRE_VERSION 1u
+/* No message is larger; the daemon's receive buffer is this size. */
+#define FGDS_WIRE_MAX_MESSAGE 128u
+#define FGDS_WIRE_MAX_FDS 3u
+
+enum fgds_msg_type {
+  FGDS_MSG_HELLO = 1,          /* no fds; first message of a session */
+  FGDS_MSG_IOV_REGISTER = 2,   /* fd: the iov memfd */
+  FGDS_MSG_IOV_UNREGISTER = 3, /* no fds */
+  FGDS_MSG_IOR_REGISTER = 4,   /* fds: ring memfd, submit efd, complete efd */
+  FGDS_MSG_IOR_UNREGISTER = 5, /* no fds */
+  FGDS_MSG_FD_REGISTER = 6,    /* fd: a file opened through the mount */
+  FGDS_MSG_FD_UNREGISTER = 7,  /* no fds */
+  FGDS_MSG_REPLY = 0x100,      /* daemon -> client */
+  FGDS_MSG_ERROR = 0x101       /* daemon -> client, then the session closes */
+};
+
+struct fgds_msg_header {
+  uint32_t magic;   /* FGDS_WIRE_MAGIC */
+  uint16_t version; /* FGDS_WIRE_VERSION */
+  uint16_t type;    /* enum fgds_msg_type */
+  uint32_t length;  /* header + payload, bytes */
+  uint32_t seq;     /* chosen by the client, echoed in the reply */
+};
+
+struct fgds_msg_hello {
+  uint32_t flags; /* none defined: 0 */
+  uint32_t reserved[3];
+};
+
+struct fgds_msg_iov_register {
+  uint64_t size;  /* bytes of the memfd the daemon maps; <= its file size */
+  uint32_t flags; /* none defined: 0 */
+  uint32_t reserved;
+};
+
+struct fgds_msg_ior_register {
+  uint32_t entries; /* as passed to fgds_ring_get_layout */
+  uint32_t flags;   /* FGDS_IOR_* (usrbio.h) */
+  uint32_t io_depth;
+  uint32_t timeout_us;
+  int32_t priority;
+  uint32_t spin_us;
+  uint64_t reserved;
+};
+
+struct fgds_msg_fd_register {
+  uint32_t flags; /* none defined: 0 */
+  uint32_t reserved;
+};
+
+/* IOV_UNREGISTER, IOR_UNREGISTER, FD_UNREGISTER. */
+struct fgds_msg_unregister {
+  uint32_t id;
+  uint32_t reserved;
+};
+
+/* REPLY and ERROR. */
+struct fgds_msg_reply {
+  int32_t result; /* 0 or -errno */
+  uint32_t id;    /* the new object's id (registrations), protocol version
+                     (HELLO) */
+  uint64_t reserved;
+};
+
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_header) == 16, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_hello) == 16, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_iov_register) == 16, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_ior_register) == 32, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_fd_register) == 8, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_unregister) == 8, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_reply) == 16, "wire ABI");
+
+#endif /* FGDS_USRBIO_WIRE_H_ */

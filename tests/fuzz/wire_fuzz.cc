@@ -1,0 +1,25 @@
+// Fuzzes ParseRequest, the parser of every packet a usrbio client sends.
+// Input: byte 0 = the number of descriptors that came with the packet
+// (0..7), the rest = the packet. Beyond not crashing, an accepted packet
+// must satisfy what the session relies on.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+#include "fusefs/session/wire_parse.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const int nfds = data[0] & 7;
+  fgds::session::Request request;
+  if (fgds::session::ParseRequest(data + 1, size - 1, nfds, &request) != 0) {
+    return 0;
+  }
+  const fgds_msg_header& h = request.header;
+  if (h.magic != FGDS_WIRE_MAGIC || h.version != FGDS_WIRE_VERSION ||
+      h.length != size - 1 || h.length > FGDS_WIRE_MAX_MESSAGE ||
+      fgds::session::ExpectedFds(h.type) != nfds) {
+    abort();  // accepted something malformed
+  }
+  return 0;
+}

@@ -1,0 +1,157 @@
+// File: tests/integration/usrbio_harness.h
+//
+// Shared pieces of the usrbio integration tests: a fixture that mounts a
+// daemon (skipping without root or /dev/fuse), RAII owners for the C API's
+// objects, and data patterns to verify what moved.
+#ifndef FGDS_TESTS_INTEGRATION_USRBIO_HARNESS_H_
+#define FGDS_TESTS_INTEGRATION_USRBIO_HARNESS_H_
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fgds/usrbio.h"
+#include "gtest/gtest.h"
+#include "tests/lib/mounted_fs.h"
+
+namespace fgds::testing {
+
+class UsrbioTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+      GTEST_SKIP() << "needs root and /dev/fuse";
+    }
+    auto fs = MountedFs::Start();
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    fs_ = *std::move(fs);
+  }
+  std::string Mnt(const std::string& name) const {
+    return fs_->mountpoint() + "/" + name;
+  }
+  std::string Backing(const std::string& name) const {
+    return fs_->backing() + "/" + name;
+  }
+  // Whether the backing filesystem takes O_DIRECT (tmpfs does not).
+  bool BackingSupportsDirect() const {
+    std::string probe = Backing(".direct-probe");
+    int fd = open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0600);
+    if (fd >= 0) close(fd);
+    unlink(probe.c_str());
+    return fd >= 0;
+  }
+
+  std::unique_ptr<MountedFs> fs_;
+};
+
+// Owners that close what the test opened even when an assertion fails.
+struct Session {
+  fgds_session s = {};
+  int open_result = -1;
+  explicit Session(const std::string& path) {
+    open_result = fgds_session_open(&s, path.c_str(), nullptr);
+  }
+  ~Session() {
+    if (open_result == 0) fgds_session_close(&s);
+  }
+};
+
+struct Iov {
+  fgds_iov iov = {};
+  int result = -1;
+  Iov(fgds_session* s, uint64_t size) {
+    fgds_iov_params p = {};
+    p.size = size;
+    p.numa_node = -1;
+    result = fgds_iov_create(s, &iov, &p);
+  }
+  ~Iov() {
+    if (result == 0) fgds_iov_destroy(&iov);
+  }
+  char* at(uint64_t offset) { return static_cast<char*>(iov.base) + offset; }
+};
+
+struct Ior {
+  fgds_ior ior = {};
+  int result = -1;
+  Ior(fgds_session* s, const fgds_ior_params* p = nullptr) {
+    result = fgds_ior_create(s, &ior, p);
+  }
+  ~Ior() {
+    if (result == 0) fgds_ior_destroy(&ior);
+  }
+};
+
+// Byte i of a pattern seeded with `seed`: position-dependent, so a block
+// read from the wrong offset does not match.
+inline char PatternByte(uint64_t seed, uint64_t i) {
+  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+  return static_cast<char>(x >> 56);
+}
+inline void FillPattern(char* buf, uint64_t len, uint64_t seed,
+                        uint64_t file_offset) {
+  for (uint64_t i = 0; i < len; ++i)
+    buf[i] = PatternByte(seed, file_offset + i);
+}
+inline bool MatchesPattern(const char* buf, uint64_t len, uint64_t seed,
+                           uint64_t file_offset) {
+  for (uint64_t i = 0; i < len; ++i) {
+    if (buf[i] != PatternByte(seed, file_offset + i)) return false;
+  }
+  return true;
+}
+
+// Submits everything prepared and waits for `n` completions into `cqes`.
+inline int SubmitAndWaitAll(fgds_ior* ior, fgds_cqe* cqes, unsigned n) {
+  int ret = fgds_ior_submit(ior);
+  if (ret < 0) return ret;
+  unsigned got = 0;
+  while (got < n) {
+    ret = fgds_ior_wait(ior, cqes + got, n - got, 1, 10 * 1000 * 1000);
+    if (ret <= 0) return ret < 0 ? ret : -ETIMEDOUT;
+    got += static_cast<unsigned>(ret);
+  }
+  return static_cast<int>(got);
+}
+
+// The descriptors of process `pid` of the kinds a usrbio session holds in
+// the daemon: sockets, eventfds, and files under `backing`. (The daemon's
+// other descriptors, e.g. one /dev/fuse clone per FUSE worker thread, come
+// and go with its load and say nothing about leaks.)
+inline std::vector<std::string> SessionFds(pid_t pid,
+                                           const std::string& backing) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  std::vector<std::string> found;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return found;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char target[4096];
+    ssize_t n =
+        readlink((dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
+    if (n < 0) continue;
+    std::string t(target, static_cast<size_t>(n));
+    if (t.rfind("socket:", 0) == 0 || t == "anon_inode:[eventfd]" ||
+        t.rfind(backing + "/", 0) == 0) {
+      found.push_back(t);
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+inline std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += item + " ";
+  return out;
+}
+
+}  // namespace fgds::testing
+
+#endif  // FGDS_TESTS_INTEGRATION_USRBIO_HARNESS_H_

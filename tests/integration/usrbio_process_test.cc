@@ -1,0 +1,316 @@
+// usrbio across processes and users: many clients at once, a client killed
+// mid-I/O (the daemon must drop its session without leaking descriptors or
+// mappings), isolation between users, and a daemon killed under a waiting
+// client.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/usrbio_harness.h"
+
+namespace fgds::testing {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Runs `body` in a child process and returns its exit status (the body's
+// return value; 100+ for a crash or signal).
+template <typename Body>
+int RunChild(Body body) {
+  pid_t pid = fork();
+  if (pid == 0) _exit(body());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+// Lines of /proc/<pid>/maps naming a usrbio memfd.
+int CountUsrbioMappings(pid_t pid) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("memfd:fgds-") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// Polls `done` until it holds or 20 s passed; the daemon releases a dead
+// client's session asynchronously, after its in-flight I/O.
+template <typename Done>
+bool Eventually(Done done) {
+  for (int i = 0; i < 2000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+// One client's whole life: its own file, mixed aligned and unaligned writes,
+// read back through the ring and verified. Returns 0 or a step number.
+int ClientWriteReadVerify(const std::string& mnt, const std::string& name,
+                          uint64_t seed) {
+  Session s(mnt);
+  if (s.open_result != 0) return 1;
+  Iov iov(&s.s, 8 * kMiB);
+  Ior ior(&s.s);
+  if (iov.result != 0 || ior.result != 0) return 2;
+  int fd = open((mnt + "/" + name).c_str(), O_CREAT | O_RDWR, 0644);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  if (id < 0) return 3;
+  const uint64_t size = 4 * kMiB;
+  FillPattern(iov.at(0), size, seed, 0);
+  std::vector<fgds_cqe> cqes(256);
+  unsigned n = 0;
+  for (uint64_t off = 0; off < size; ++n) {
+    uint64_t len = std::min<uint64_t>(n % 3 ? 65536 : 40000 + n, size - off);
+    if (fgds_prep_write(&ior.ior, &iov.iov, iov.at(off), id, off, len, len) !=
+        0) {
+      return 4;
+    }
+    off += len;
+  }
+  if (SubmitAndWaitAll(&ior.ior, cqes.data(), n) != static_cast<int>(n)) {
+    return 5;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    if (cqes[i].result != static_cast<int64_t>(cqes[i].userdata)) return 6;
+  }
+  for (uint64_t off = 0; off < size; off += kMiB) {
+    if (fgds_prep_read(&ior.ior, &iov.iov, iov.at(size + off), id, off, kMiB,
+                       0) != 0) {
+      return 7;
+    }
+  }
+  if (SubmitAndWaitAll(&ior.ior, cqes.data(), 4) != 4) return 8;
+  for (int i = 0; i < 4; ++i) {
+    if (cqes[i].result != static_cast<int64_t>(kMiB)) return 9;
+  }
+  return MatchesPattern(iov.at(size), size, seed, 0) ? 0 : 10;
+}
+
+TEST_F(UsrbioTest, ManyProcessesAtOnce) {
+  constexpr int kClients = 4;
+  std::vector<pid_t> pids;
+  const std::string mnt = fs_->mountpoint();
+  for (int i = 0; i < kClients; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      _exit(ClientWriteReadVerify(mnt, "client" + std::to_string(i), 100 + i));
+    }
+    pids.push_back(pid);
+  }
+  for (int i = 0; i < kClients; ++i) {
+    int status = 0;
+    waitpid(pids[i], &status, 0);
+    EXPECT_TRUE(WIFEXITED(status)) << "client " << i;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "client " << i << " failed a step";
+  }
+  // Each file holds its own client's data (no cross-talk between sessions).
+  for (int i = 0; i < kClients; ++i) {
+    std::vector<char> data(4 * kMiB);
+    int fd = open(Backing("client" + std::to_string(i)).c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pread(fd, data.data(), data.size(), 0),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+    EXPECT_TRUE(MatchesPattern(data.data(), data.size(), 100 + i, 0)) << i;
+  }
+}
+
+TEST_F(UsrbioTest, KilledClientLeavesNothingBehind) {
+  // A file for the victim to read in a loop.
+  {
+    std::vector<char> data(16 * kMiB, 'x');
+    int fd = open(Mnt("big").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_EQ(write(fd, data.data(), data.size()),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+  }
+  const pid_t daemon = fs_->daemon_pid();
+  // Session descriptors before the victim. Releases of earlier files (the
+  // one just written) are asynchronous, so the count may still drop: the
+  // check below is "nothing above this", not "exactly this".
+  const std::string backing = fs_->backing();
+  const size_t fds_before = SessionFds(daemon, backing).size();
+  ASSERT_GT(fds_before, 0u);  // at least the listening socket
+
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const std::string mnt = fs_->mountpoint();
+  pid_t victim = fork();
+  if (victim == 0) {
+    close(ready[0]);
+    Session s(mnt);
+    Iov iov(&s.s, 16 * kMiB);
+    fgds_ior_params p = {};
+    p.entries = 64;
+    Ior ior(&s.s, &p);
+    int fd = open((mnt + "/big").c_str(), O_RDONLY);
+    int id = fgds_fd_register(&s.s, fd, 0);
+    if (s.open_result || iov.result || ior.result || id < 0) _exit(1);
+    bool told = false;
+    fgds_cqe cqes[64];
+    // Keep the ring full of 1 MiB reads until killed.
+    for (uint64_t n = 0;; ++n) {
+      while (fgds_prep_read(&ior.ior, &iov.iov, iov.at((n % 16) * kMiB), id,
+                            (n % 16) * kMiB, kMiB, n) == 0) {
+        ++n;
+      }
+      fgds_ior_submit(&ior.ior);
+      if (fgds_ior_wait(&ior.ior, cqes, 64, 1, -1) < 0) _exit(2);
+      if (!told) {
+        told = write(ready[1], "r", 1) == 1;
+      }
+    }
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the victim never got going";
+  close(ready[0]);
+  // The daemon maps the victim's memory and holds its session's descriptors.
+  EXPECT_GT(CountUsrbioMappings(daemon), 0);
+  EXPECT_GT(SessionFds(daemon, backing).size(), fds_before);
+  kill(victim, SIGKILL);
+  int status = 0;
+  waitpid(victim, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  EXPECT_TRUE(Eventually([&] {
+    return SessionFds(daemon, backing).size() <= fds_before;
+  })) << "daemon descriptors now: "
+      << Join(SessionFds(daemon, backing)) << "; there were " << fds_before
+      << " before the victim";
+  EXPECT_TRUE(Eventually([&] { return CountUsrbioMappings(daemon) == 0; }))
+      << CountUsrbioMappings(daemon) << " usrbio mappings left";
+  // And the daemon still serves new sessions.
+  EXPECT_EQ(RunChild([&] { return ClientWriteReadVerify(mnt, "after", 42); }),
+            0);
+}
+
+TEST_F(UsrbioTest, OtherUserCannotReachFirstUsersIovOrFd) {
+  constexpr uid_t kNobody = 65534;
+  // User A (root here): a private file, a shared one, two iovs, both files
+  // registered.
+  {
+    int fd = open(Mnt("secret").c_str(), O_CREAT | O_RDWR, 0600);
+    ASSERT_EQ(write(fd, "secret data", 11), 11);
+    close(fd);
+    fd = open(Mnt("shared").c_str(), O_CREAT | O_RDWR, 0644);
+    ASSERT_EQ(write(fd, std::string(8192, 's').data(), 8192), 8192);
+    close(fd);
+  }
+  Session a(fs_->mountpoint());
+  ASSERT_EQ(a.open_result, 0);
+  Iov a_iov0(&a.s, 65536);
+  Iov a_iov1(&a.s, 65536);
+  ASSERT_EQ(a_iov1.result, 0);
+  ASSERT_EQ(a_iov1.iov.id, 1u);
+  int fd = open(Mnt("secret").c_str(), O_RDWR);
+  ASSERT_EQ(fgds_fd_register(&a.s, fd, 0), 0);
+  close(fd);
+  fd = open(Mnt("shared").c_str(), O_RDWR);
+  ASSERT_EQ(fgds_fd_register(&a.s, fd, 0), 1);
+  close(fd);
+
+  const std::string mnt = fs_->mountpoint();
+  // Each step returns a distinct code so a failure names itself.
+  int result = RunChild([&]() -> int {
+    if (setgid(kNobody) != 0 || setuid(kNobody) != 0) return 1;
+    if (open((mnt + "/secret").c_str(), O_RDONLY) >= 0) return 2;
+    Session b(mnt);
+    if (b.open_result != 0) return 3;
+    Iov iov(&b.s, 65536);
+    Ior ior(&b.s);
+    if (iov.result != 0 || ior.result != 0 || iov.iov.id != 0) return 4;
+    // A's ids mean nothing in B's session: iov 1 and files 0 and 1 do not
+    // exist here.
+    fgds_iov a_id = iov.iov;
+    a_id.id = 1;
+    fgds_prep_read(&ior.ior, &a_id, iov.at(0), 0, 0, 11, 1);
+    fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), 0, 0, 11, 2);
+    fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), 1, 0, 4096, 3);
+    fgds_cqe cqes[3];
+    if (SubmitAndWaitAll(&ior.ior, cqes, 3) != 3) return 5;
+    for (const fgds_cqe& c : cqes) {
+      if (c.userdata == 1 && c.result != -EINVAL) return 6;
+      if (c.userdata == 2 && c.result != -EBADF) return 7;
+      if (c.userdata == 3 && c.result != -EBADF) return 8;
+    }
+    // B may read what it may open, and only with the mode it opened.
+    int shared = open((mnt + "/shared").c_str(), O_RDONLY);
+    int id = fgds_fd_register(&b.s, shared, 0);
+    close(shared);
+    if (id != 0) return 9;
+    fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, 0, 4096, 4);
+    fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 8192, 5);
+    if (SubmitAndWaitAll(&ior.ior, cqes, 2) != 2) return 10;
+    for (int i = 0; i < 2; ++i) {
+      if (cqes[i].userdata == 4 && cqes[i].result != -EACCES) return 11;
+      if (cqes[i].userdata == 5 && cqes[i].result != 8192) return 12;
+    }
+    // Nothing of the secret reached B's memory.
+    if (memmem(iov.at(0), 65536, "secret", 6) != nullptr) return 13;
+    return 0;
+  });
+  EXPECT_EQ(result, 0) << "step " << result << " of the other user failed";
+  // A's file is untouched.
+  char buf[11];
+  fd = open(Backing("secret").c_str(), O_RDONLY);
+  ASSERT_EQ(read(fd, buf, 11), 11);
+  close(fd);
+  EXPECT_EQ(std::string(buf, 11), "secret data");
+}
+
+TEST_F(UsrbioTest, DaemonKilledUnderAWaitingClientGivesEnotconn) {
+  {
+    int fd = open(Mnt("f").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_EQ(write(fd, std::string(4096, 'f').data(), 4096), 4096);
+    close(fd);
+  }
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  // The daemon holds a partial batch for 60 s: only its death can end the
+  // wait below early, and the result tells which happened.
+  fgds_ior_params p = {};
+  p.entries = 64;
+  p.io_depth = 64;
+  p.timeout_us = 60 * 1000 * 1000;
+  Ior ior(&s.s, &p);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(Mnt("f").c_str(), O_RDONLY);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  ASSERT_GE(id, 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 4096, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&ior.ior), 1);
+  int wait_result = 0;
+  std::thread waiter([&] {
+    fgds_cqe cqe;
+    wait_result = fgds_ior_wait(&ior.ior, &cqe, 1, 1, -1);
+  });
+  // Give the waiter time to block (the result does not depend on it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  fs_->KillDaemon(SIGKILL);
+  waiter.join();
+  EXPECT_EQ(wait_result, -ENOTCONN);
+  // Registration calls fail cleanly too.
+  EXPECT_LT(fgds_fd_unregister(&s.s, id), 0);
+  // MountedFs leaves a dead daemon's mount behind (its statfs check fails
+  // with ENOTCONN and the daemon is already reaped): detach it here.
+  umount2(fs_->mountpoint().c_str(), MNT_DETACH);
+}
+
+}  // namespace
+}  // namespace fgds::testing

@@ -1,0 +1,319 @@
+// usrbio end to end against a mounted daemon: discovery, reads and writes
+// through a ring with data verification, the data path each entry took,
+// per-entry validation errors, batching deadlines, and the eventfd mode.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fgds/usrbio_wire.h"
+#include "tests/integration/usrbio_harness.h"
+
+namespace fgds::testing {
+namespace {
+
+constexpr uint64_t kFileSize = 1 << 20;
+
+class UsrbioRwTest : public UsrbioTest {
+ protected:
+  // A file of kFileSize pattern bytes, written through the mount.
+  std::string MakeFile(const std::string& name, uint64_t seed) {
+    std::vector<char> data(kFileSize);
+    FillPattern(data.data(), data.size(), seed, 0);
+    std::string path = Mnt(name);
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(pwrite(fd, data.data(), data.size(), 0),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+    return path;
+  }
+};
+
+TEST_F(UsrbioRwTest, ControlFileNamesTheSocket) {
+  std::ifstream in(Mnt(".fgds/session"));
+  std::stringstream content;
+  content << in.rdbuf();
+  EXPECT_NE(content.str().find("socket=/run/fgds/"), std::string::npos)
+      << content.str();
+  EXPECT_NE(content.str().find("protocol=1"), std::string::npos);
+  // Any path inside the mount finds the same daemon.
+  ASSERT_EQ(mkdir(Mnt("sub").c_str(), 0755), 0);
+  Session s(Mnt("sub"));
+  EXPECT_EQ(s.open_result, 0);
+  EXPECT_EQ(s.s.version, FGDS_WIRE_VERSION);
+}
+
+TEST_F(UsrbioRwTest, NotAnFgdsMountIsNotSupported) {
+  fgds_session s;
+  EXPECT_EQ(fgds_session_open(&s, fs_->backing().c_str(), nullptr), -ENOTSUP);
+}
+
+TEST_F(UsrbioRwTest, ReadsLandInTheIovWithThePathTaken) {
+  const std::string path = MakeFile("r", 1);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, kFileSize);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  ASSERT_GE(id, 0);
+  close(fd);  // the registration does not need it any more
+
+  // Aligned: O_DIRECT where the backing fs allows it. Unaligned: page cache.
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 65536, 1), 0);
+  ASSERT_EQ(
+      fgds_prep_read(&ior.ior, &iov.iov, iov.at(100000), id, 4097, 3333, 2), 0);
+  // Past the end of the file: a short read, as pread.
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(200704), id,
+                           kFileSize - 4096, 65536, 3),
+            0);
+  fgds_cqe cqes[3];
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 3), 3);
+  const uint32_t aligned_path =
+      BackingSupportsDirect() ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE;
+  for (const fgds_cqe& c : cqes) {
+    switch (c.userdata) {
+      case 1:
+        EXPECT_EQ(c.result, 65536);
+        EXPECT_EQ(c.path, aligned_path);
+        EXPECT_TRUE(MatchesPattern(iov.at(0), 65536, 1, 0));
+        break;
+      case 2:
+        EXPECT_EQ(c.result, 3333);
+        EXPECT_EQ(c.path, FGDS_PATH_PAGE_CACHE);
+        EXPECT_TRUE(MatchesPattern(iov.at(100000), 3333, 1, 4097));
+        break;
+      case 3:
+        EXPECT_EQ(c.result, 4096);
+        EXPECT_TRUE(MatchesPattern(iov.at(200704), 4096, 1, kFileSize - 4096));
+        break;
+      default:
+        ADD_FAILURE() << "unexpected userdata " << c.userdata;
+    }
+  }
+}
+
+TEST_F(UsrbioRwTest, WritesReachTheFileAndReadBack) {
+  const std::string path = Mnt("w");
+  int fd = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  ASSERT_GE(id, 0);
+  Iov iov(&s.s, 2 * kFileSize);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+
+  // 16 pieces, alternately aligned and odd-sized, covering the file.
+  FillPattern(iov.at(0), kFileSize, 7, 0);
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;
+  for (uint64_t off = 0; off < kFileSize;) {
+    uint64_t len = pieces.size() % 2 ? 65536 - 513 : 65536 + 513;
+    len = std::min(len, kFileSize - off);
+    pieces.emplace_back(off, len);
+    off += len;
+  }
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    auto [off, len] = pieces[i];
+    ASSERT_EQ(fgds_prep_write(&ior.ior, &iov.iov, iov.at(off), id, off, len, i),
+              0);
+  }
+  std::vector<fgds_cqe> cqes(pieces.size());
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes.data(), cqes.size()),
+            static_cast<int>(cqes.size()));
+  for (const fgds_cqe& c : cqes) {
+    EXPECT_EQ(c.result, static_cast<int64_t>(pieces[c.userdata].second));
+  }
+  // The backing file and the mount both hold the data.
+  std::vector<char> back(kFileSize);
+  int bfd = open(Backing("w").c_str(), O_RDONLY);
+  ASSERT_EQ(pread(bfd, back.data(), kFileSize, 0),
+            static_cast<ssize_t>(kFileSize));
+  close(bfd);
+  EXPECT_TRUE(MatchesPattern(back.data(), kFileSize, 7, 0));
+
+  // And usrbio reads it back into the other half of the iov.
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(kFileSize), id, 0,
+                           kFileSize, 99),
+            0);
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes.data(), 1), 1);
+  EXPECT_EQ(cqes[0].result, static_cast<int64_t>(kFileSize));
+  EXPECT_TRUE(MatchesPattern(iov.at(kFileSize), kFileSize, 7, 0));
+  close(fd);
+}
+
+TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
+  const std::string path = MakeFile("v", 3);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int ro = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  ASSERT_GE(ro, 0);
+
+  fgds_iov bogus = iov.iov;
+  bogus.id = 777;  // no such iov in this session
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), ro, 0, 4096, 1), 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &bogus, iov.at(0), ro, 0, 4096, 2), 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), ro + 50, 0, 4096, 3),
+            0);
+  ASSERT_EQ(fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), ro, 0, 4096, 4), 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(4096), ro, 4096, 4096, 5),
+            0);
+  fgds_cqe cqes[5];
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 5), 5);
+  int64_t by_tag[6] = {};
+  for (const fgds_cqe& c : cqes) by_tag[c.userdata] = c.result;
+  EXPECT_EQ(by_tag[1], 4096);
+  EXPECT_EQ(by_tag[2], -EINVAL);
+  EXPECT_EQ(by_tag[3], -EBADF);
+  EXPECT_EQ(by_tag[4], -EACCES);
+  EXPECT_EQ(by_tag[5], 4096);
+}
+
+TEST_F(UsrbioRwTest, OnlyRegularFilesOfThisMountRegister) {
+  MakeFile("f", 4);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  int outside = open(Backing("f").c_str(), O_RDONLY);  // not via the mount
+  EXPECT_EQ(fgds_fd_register(&s.s, outside, 0), -EBADF);
+  close(outside);
+  int dir = open(fs_->mountpoint().c_str(), O_RDONLY | O_DIRECTORY);
+  EXPECT_EQ(fgds_fd_register(&s.s, dir, 0), -EINVAL);
+  close(dir);
+  int opath = open(Mnt("f").c_str(), O_PATH);
+  EXPECT_EQ(fgds_fd_register(&s.s, opath, 0), -EBADF);
+  close(opath);
+  int control = open(Mnt(".fgds/stats").c_str(), O_RDONLY);
+  ASSERT_GE(control, 0);
+  EXPECT_LT(fgds_fd_register(&s.s, control, 0), 0);
+  close(control);
+  EXPECT_EQ(fgds_fd_unregister(&s.s, 12345), -ENOENT);
+  // The session survived all of that.
+  int fd = open(Mnt("f").c_str(), O_RDONLY);
+  EXPECT_GE(fgds_fd_register(&s.s, fd, 0), 0);
+  close(fd);
+}
+
+TEST_F(UsrbioRwTest, MalformedMessageClosesOnlyThatSession) {
+  const std::string path = MakeFile("m", 5);
+  Session good(fs_->mountpoint());
+  Session bad(fs_->mountpoint());
+  ASSERT_EQ(good.open_result, 0);
+  ASSERT_EQ(bad.open_result, 0);
+  const char garbage[] = "this is not a usrbio message";
+  ASSERT_EQ(send(bad.s.sock, garbage, sizeof(garbage), MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof(garbage)));
+  unsigned char reply[FGDS_WIRE_MAX_MESSAGE];
+  ssize_t n = recv(bad.s.sock, reply, sizeof(reply), 0);
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof(fgds_msg_header) +
+                                    sizeof(fgds_msg_reply)));
+  fgds_msg_header h;
+  fgds_msg_reply r;
+  memcpy(&h, reply, sizeof(h));
+  memcpy(&r, reply + sizeof(h), sizeof(r));
+  EXPECT_EQ(h.type, FGDS_MSG_ERROR);
+  EXPECT_EQ(r.result, -EPROTO);
+  EXPECT_EQ(recv(bad.s.sock, reply, sizeof(reply), 0), 0);  // closed
+
+  // The other session is unharmed.
+  Iov iov(&good.s, 65536);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&good.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int id = fgds_fd_register(&good.s, fd, 0);
+  close(fd);
+  ASSERT_GE(id, 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 65536, 0), 0);
+  fgds_cqe cqe;
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+  EXPECT_EQ(cqe.result, 65536);
+  EXPECT_TRUE(MatchesPattern(iov.at(0), 65536, 5, 0));
+}
+
+TEST_F(UsrbioRwTest, PartialBatchRunsAtItsDeadline) {
+  const std::string path = MakeFile("d", 6);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  fgds_ior_params p = {};
+  p.entries = 64;
+  p.io_depth = 32;  // never reached below
+  p.timeout_us = 2000;
+  Ior ior(&s.s, &p);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 4096, 0), 0);
+    fgds_cqe cqe;
+    ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1) << round;
+    EXPECT_EQ(cqe.result, 4096);
+  }
+}
+
+TEST_F(UsrbioRwTest, EventfdSignalsCompletionsForEventLoops) {
+  const std::string path = MakeFile("e", 8);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  int efd = fgds_ior_eventfd(&ior.ior);
+  ASSERT_GE(efd, 0);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(4096 * i), id, 4096 * i,
+                             4096, i),
+              0);
+  }
+  ASSERT_EQ(fgds_ior_submit(&ior.ior), 4);
+  int got = 0;
+  fgds_cqe cqes[4];
+  while (got < 4) {
+    pollfd p = {efd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 10000), 1) << "no wakeup";
+    uint64_t count;
+    ASSERT_EQ(read(efd, &count, sizeof(count)), 8);
+    int n = fgds_ior_peek(&ior.ior, cqes + got, 4 - got);
+    ASSERT_GE(n, 0);
+    got += n;
+  }
+  for (const fgds_cqe& c : cqes) EXPECT_EQ(c.result, 4096);
+}
+
+TEST_F(UsrbioRwTest, ExampleProgramReadsAFile) {
+  const std::string path = MakeFile("example", 9);
+  std::string command = std::string(FGDS_USRBIO_EXAMPLE) + " " + path + " 2>&1";
+  FILE* out = popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof(line), out), nullptr);
+  EXPECT_EQ(pclose(out), 0) << line;
+  EXPECT_NE(std::string(line).find("read 1048576 bytes"), std::string::npos)
+      << line;
+}
+
+}  // namespace
+}  // namespace fgds::testing

@@ -1,0 +1,154 @@
+#include "usrbio/cuda/cuda_memory.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "usrbio/cuda/cuda_api.h"
+#include "usrbio/cuda/cuda_error.h"
+
+namespace fgds::cuda {
+namespace {
+
+std::string Hex(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
+}  // namespace
+
+int QueryDevicePointer(const CudaApi& api, CUdeviceptr ptr,
+                       DevicePointerInfo* info, std::string* message) {
+  // cuPointerGetAttributes answers zeros for an address CUDA does not know
+  // (instead of failing), so memory type 0 means "not CUDA memory".
+  unsigned memory_type = 0;
+  unsigned long long buffer_id = 0;  // NOLINT: the attribute's type
+  int ordinal = -1;
+  // Booleans: a zeroed word, whatever width the driver writes into it.
+  uint64_t managed = 0;
+  int attributes[] = {kPointerAttributeMemoryType, kPointerAttributeBufferId,
+                      kPointerAttributeDeviceOrdinal,
+                      kPointerAttributeIsManaged};
+  void* data[] = {&memory_type, &buffer_id, &ordinal, &managed};
+  CUresult result = api.cuPointerGetAttributes(4, attributes, data, ptr);
+  if (result != kCudaSuccess) {
+    CuFailure(&api, result, "cuPointerGetAttributes(" + Hex(ptr) + ")",
+              message);
+    return -EFAULT;
+  }
+  if (memory_type != kMemoryTypeDevice && memory_type != kMemoryTypeUnified) {
+    *message = Hex(ptr) +
+               (memory_type == kMemoryTypeHost
+                    ? " is host memory, not device memory"
+                    : " is not CUDA device memory (never allocated, or freed)");
+    return -EFAULT;
+  }
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  result = api.cuMemGetAddressRange(&base, &size, ptr);
+  if (result != kCudaSuccess) {
+    CuFailure(&api, result, "cuMemGetAddressRange(" + Hex(ptr) + ")", message);
+    return -EFAULT;
+  }
+  info->alloc_base = base;
+  info->alloc_size = size;
+  info->buffer_id = buffer_id;
+  info->device_ordinal = ordinal;
+  info->is_managed = managed != 0;
+  return 0;
+}
+
+int BufferIdOf(const CudaApi& api, CUdeviceptr ptr, uint64_t* buffer_id) {
+  unsigned long long id = 0;  // NOLINT: the attribute's type
+  if (api.cuPointerGetAttribute(&id, kPointerAttributeBufferId, ptr) !=
+      kCudaSuccess) {
+    return -EFAULT;
+  }
+  *buffer_id = id;
+  return 0;
+}
+
+int QueryDevice(const CudaApi& api, CUdevice device, DeviceInfo* info,
+                std::string* message) {
+  info->ordinal = device;
+  int dmabuf = 0;
+  CUresult result = api.cuDeviceGetAttribute(
+      &dmabuf, kDeviceAttributeDmaBufSupported, device);
+  // Drivers older than the attribute answer INVALID_VALUE: no dma-buf.
+  info->dmabuf_supported = result == kCudaSuccess && dmabuf != 0;
+  char bus_id[sizeof(info->pci_bus_id)] = {};
+  result = api.cuDeviceGetPCIBusId(bus_id, sizeof(bus_id), device);
+  if (result != kCudaSuccess) {
+    return CuFailure(&api, result, "cuDeviceGetPCIBusId", message);
+  }
+  for (size_t i = 0; i < sizeof(bus_id); ++i) {
+    info->pci_bus_id[i] =
+        static_cast<char>(std::tolower(static_cast<unsigned char>(bus_id[i])));
+  }
+  info->pci_bus_id[sizeof(info->pci_bus_id) - 1] = '\0';
+  return 0;
+}
+
+int AlignDmaBufRange(CUdeviceptr ptr, uint64_t size, CUdeviceptr alloc_base,
+                     uint64_t alloc_size, uint64_t page, uint64_t granule,
+                     DmaBufRange* out) {
+  if (size == 0 || ptr < alloc_base || ptr - alloc_base > alloc_size ||
+      size > alloc_size - (ptr - alloc_base)) {
+    return -EINVAL;
+  }
+  const uint64_t alloc_end = alloc_base + alloc_size;
+  const uint64_t end = ptr + size;
+  // Try the GPU page first (the importer maps whole 64 KiB pages), then the
+  // host page cuMemGetHandleForAddressRange insists on.
+  for (uint64_t align : {granule, page}) {
+    if (align == 0 || (align & (align - 1)) != 0) continue;
+    const uint64_t base = ptr & ~(align - 1);
+    const uint64_t limit = (end + align - 1) & ~(align - 1);
+    if (base >= alloc_base && limit <= alloc_end && limit > base) {
+      out->base = base;
+      out->size = limit - base;
+      out->offset = ptr - base;
+      return 0;
+    }
+  }
+  return -EINVAL;
+}
+
+int ExportDmaBuf(const CudaApi& api, CUdeviceptr ptr, uint64_t size,
+                 DmaBufRange* range, std::string* message) {
+  if (api.cuMemGetHandleForAddressRange == nullptr) {
+    *message =
+        "the NVIDIA driver has no cuMemGetHandleForAddressRange (CUDA 11.7+ "
+        "needed for dma-buf export)";
+    return -ENOTSUP;
+  }
+  DevicePointerInfo info;
+  if (int error = QueryDevicePointer(api, ptr, &info, message); error != 0) {
+    return error;
+  }
+  const long host_page = sysconf(_SC_PAGESIZE);
+  if (AlignDmaBufRange(ptr, size, info.alloc_base, info.alloc_size,
+                       static_cast<uint64_t>(host_page), uint64_t{64} << 10,
+                       range) != 0) {
+    *message = "cannot export " + Hex(ptr) + "+" + std::to_string(size) +
+               " as a dma-buf: no page-aligned range of its allocation " +
+               Hex(info.alloc_base) + "+" + std::to_string(info.alloc_size) +
+               " covers it";
+    return -EINVAL;
+  }
+  int fd = -1;
+  const CUresult result = api.cuMemGetHandleForAddressRange(
+      &fd, range->base, range->size, kMemRangeHandleTypeDmaBufFd, 0);
+  if (result != kCudaSuccess) {
+    return CuFailure(&api, result, "cuMemGetHandleForAddressRange(dma-buf)",
+                     message);
+  }
+  return fd;
+}
+
+}  // namespace fgds::cuda

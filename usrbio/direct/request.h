@@ -1,0 +1,101 @@
+// File: usrbio/direct/request.h
+//
+// One I/O in flight: what to move, its chunk plan, and the completion that
+// gathers the chunks' results. Workers complete chunks in any order; the
+// last one completes the request.
+#ifndef FGDS_USRBIO_DIRECT_REQUEST_H_
+#define FGDS_USRBIO_DIRECT_REQUEST_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
+#include "usrbio/direct/file_handles.h"
+#include "usrbio/direct/plan.h"
+#include "usrbio/direct/registry.h"
+
+namespace fgds::direct {
+
+enum class Op { kRead, kWrite };
+
+struct RequestSpec {
+  Op op = Op::kRead;
+  std::shared_ptr<FileHandles> file;
+  uint64_t device_address = 0;  // of the I/O's first byte
+  uint64_t file_offset = 0;
+  uint64_t size = 0;
+  Pin pin;                 // the registration, when the buffer has one
+  uint64_t buffer_id = 0;  // the allocation the range must still belong to
+};
+
+// What a completed request reports.
+struct RequestOutcome {
+  int64_t result = 0;                // bytes or -errno
+  uint32_t path = 0;                 // FGDS_GPU_PATH_*
+  uint32_t source = 0;               // FGDS_SRC_* bits
+  uint64_t bytes_by_source[3] = {};  // page cache, O_DIRECT, buffered
+};
+
+class Request {
+ public:
+  // `on_done` runs once, on the thread that completes the last chunk,
+  // before waiters are woken (the driver's statistics).
+  Request(RequestSpec spec, IoPlan plan,
+          std::function<void(const RequestOutcome&, Op)> on_done);
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  Op op() const { return spec_.op; }
+  const FileHandles& file() const { return *spec_.file; }
+  uint64_t device_address() const { return spec_.device_address; }
+  uint64_t buffer_id() const { return spec_.buffer_id; }
+  const IoPlan& plan() const { return plan_; }
+
+  // Once a chunk failed, the remaining ones are skipped.
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+
+  // ChunkDone records chunk `chunk`'s outcome: bytes moved (fewer than its
+  // length only at end of file) or -errno, and which FGDS_SRC_* bits its
+  // bytes took, with the bytes per source.
+  void ChunkDone(const Chunk& chunk, int64_t result, uint32_t source,
+                 const uint64_t bytes_by_source[3]);
+
+  // Complete an empty request (no chunks) at once.
+  void CompleteEmpty();
+
+  // Wait blocks until the request completes or `timeout_us` passes (-1:
+  // forever). Returns whether it completed.
+  bool Wait(int64_t timeout_us);
+  // REQUIRES: Wait returned true.
+  const RequestOutcome& outcome() const { return outcome_; }
+
+  // The next chunk to hand out; owned by the Dispatcher, under its lock.
+  uint64_t next_chunk = 0;
+
+ private:
+  void Complete();
+
+  RequestSpec spec_;
+  const IoPlan plan_;
+  std::function<void(const RequestOutcome&, Op)> on_done_;
+
+  std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> chunks_done_{0};
+  std::atomic<uint32_t> source_{0};
+  std::atomic<uint64_t> by_source_[3] = {};
+
+  fgds::Mutex mu_;
+  fgds::CondVar finished_;              // done_ became true
+  int error_ ABSL_GUARDED_BY(mu_) = 0;  // first failure, -errno
+  // Smallest file offset where a chunk came up short (end of file).
+  uint64_t short_at_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  RequestOutcome outcome_;  // written before done_ is set
+};
+
+}  // namespace fgds::direct
+
+#endif  // FGDS_USRBIO_DIRECT_REQUEST_H_

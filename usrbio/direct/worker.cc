@@ -1,0 +1,410 @@
+#include "usrbio/direct/worker.h"
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <future>
+
+#include "fgds/fgds.h"
+#include "usrbio/direct/page_cache.h"
+
+namespace fgds::direct {
+namespace {
+
+constexpr int kSrcPageCache = 0;  // indexes of Slot::by_source
+constexpr int kSrcODirect = 1;
+constexpr int kSrcBuffered = 2;
+
+// PreadFull reads until `length` bytes or end of file; bytes or -errno.
+int64_t PreadFull(int fd, uint8_t* buf, uint64_t length, uint64_t offset) {
+  uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n =
+        pread(fd, buf + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (n == 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  return static_cast<int64_t>(done);
+}
+
+int64_t PwriteFull(int fd, const uint8_t* buf, uint64_t length,
+                   uint64_t offset) {
+  uint64_t done = 0;
+  while (done < length) {
+    const ssize_t n = pwrite(fd, buf + done, length - done,
+                             static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (n == 0) return -EIO;
+    done += static_cast<uint64_t>(n);
+  }
+  return static_cast<int64_t>(done);
+}
+
+}  // namespace
+
+Worker::Worker(const DriverConfig& config, DeviceOps& ops,
+               Dispatcher& dispatcher)
+    : config_(config), ops_(ops), dispatcher_(dispatcher) {}
+
+Worker::~Worker() { Join(); }
+
+int Worker::Start(std::string* message) {
+  std::promise<int> started;
+  std::future<int> result = started.get_future();
+  thread_ = std::thread([this, &started, message] {
+    const int error = Setup(message);
+    started.set_value(error);  // `started` and `message` die after this
+    if (error == 0) Run();
+    Teardown();
+  });
+  return result.get();
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+int Worker::Setup(std::string* message) {
+  if (int error = ops_.BindThread(); error != 0) {
+    *message = "worker: cannot make the CUDA context current";
+    return error;
+  }
+  const size_t slots = static_cast<size_t>(config_.slots_per_worker);
+  const uint64_t chunk = config_.chunk_bytes;
+  void* staging = nullptr;
+  if (int error = ops_.AllocPinned(slots * chunk, &staging); error != 0) {
+    *message = "cannot allocate " + std::to_string(slots * chunk) +
+               " bytes of pinned staging memory";
+    return error;
+  }
+  staging_ = static_cast<uint8_t*>(staging);
+  staging_bytes_ = slots * chunk;
+  if (int error = ops_.CreateStream(&stream_); error != 0) {
+    *message = "cannot create a CUDA stream";
+    return error;
+  }
+  slots_.resize(slots);
+  for (size_t i = 0; i < slots; ++i) {
+    slots_[i].staging = staging_ + i * chunk;
+    if (int error = ops_.CreateEvent(&slots_[i].event); error != 0) {
+      *message = "cannot create a CUDA event";
+      return error;
+    }
+  }
+  // Without io_uring (disabled by sysctl, seccomp) O_DIRECT still works,
+  // one synchronous request per worker at a time.
+  ring_initialized_ =
+      io_uring_queue_init(static_cast<unsigned>(slots), &ring_, 0) == 0;
+  ring_ready_ = ring_initialized_;
+  if (ring_ready_) {
+    // Fixed buffers spare the kernel pinning the staging pages per
+    // request; if the memlock limit refuses them, plain buffers work.
+    std::vector<iovec> iovecs(slots);
+    for (size_t i = 0; i < slots; ++i) {
+      iovecs[i] = {slots_[i].staging, chunk};
+    }
+    fixed_buffers_ =
+        io_uring_register_buffers(&ring_, iovecs.data(),
+                                  static_cast<unsigned>(slots)) == 0;
+  }
+  return 0;
+}
+
+void Worker::Teardown() {
+  if (ring_initialized_) io_uring_queue_exit(&ring_);
+  for (Slot& slot : slots_) {
+    if (slot.event != 0) ops_.DestroyEvent(slot.event);
+  }
+  if (stream_ != 0) ops_.DestroyStream(stream_);
+  if (staging_ != nullptr) {
+    ops_.FreePinned(staging_, staging_bytes_);
+  }
+  slots_.clear();
+  staging_ = nullptr;
+  stream_ = 0;
+}
+
+void Worker::Run() {
+  for (;;) {
+    // At most one new chunk per turn, then a look at what finished: a slot
+    // whose device copy is done is reused before an idle one (FreeSlot
+    // takes the lowest free index), so page-cache copies keep landing in
+    // the same few staging buffers, which then stay in the CPU cache for
+    // the device's DMA read instead of going through DRAM.
+    const int started = StartOne();
+    if (started < 0) return;
+    if (busy_ == 0) continue;
+    if (Poll() > 0 || started > 0) continue;
+    Block();
+  }
+}
+
+int Worker::StartOne() {
+  Slot* free = nullptr;
+  for (Slot& slot : slots_) {
+    if (slot.state == State::kFree) {
+      free = &slot;
+      break;
+    }
+  }
+  if (free == nullptr) return 0;
+  ChunkTask task;
+  if (busy_ == 0) {
+    if (!dispatcher_.Take(&task)) return -1;
+  } else if (!dispatcher_.TryTake(&task)) {
+    return 0;
+  }
+  Start(*free, std::move(task));
+  return 1;
+}
+
+int Worker::Poll() {
+  int progressed = 0;
+  if (ring_ready_) {
+    io_uring_cqe* cqe = nullptr;
+    while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+      Reap(cqe);
+      ++progressed;
+    }
+  }
+  // Copies on the worker's one stream finish in the order they were
+  // queued: check oldest first and stop at the first one still running.
+  for (;;) {
+    Slot* oldest = OldestCopying();
+    if (oldest == nullptr) break;
+    const int status = ops_.QueryEvent(oldest->event);
+    if (status == -EAGAIN) break;
+    ++progressed;
+    if (status == 0) {
+      CopyDone(*oldest);
+    } else {
+      Fail(*oldest, status);
+    }
+  }
+  return progressed;
+}
+
+Worker::Slot* Worker::OldestCopying() {
+  Slot* oldest = nullptr;
+  for (Slot& slot : slots_) {
+    if (slot.state == State::kCopying &&
+        (oldest == nullptr || slot.copy_seq < oldest->copy_seq)) {
+      oldest = &slot;
+    }
+  }
+  return oldest;
+}
+
+void Worker::Block() {
+  // A device copy takes tens of microseconds, a disk read milliseconds:
+  // wait for the copy first, its slot is the next one to free up.
+  if (Slot* oldest = OldestCopying(); oldest != nullptr) {
+    const int status = ops_.WaitEvent(oldest->event);
+    if (status == 0) {
+      CopyDone(*oldest);
+    } else {
+      Fail(*oldest, status);
+    }
+    return;
+  }
+  if (!ring_ready_) return;
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_wait_cqe(&ring_, &cqe) == 0) Reap(cqe);
+}
+
+void Worker::Reap(io_uring_cqe* cqe) {
+  const size_t index = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+  const int result = cqe->res;
+  io_uring_cqe_seen(&ring_, cqe);
+  OnCompletion(slots_[index], result);
+}
+
+void Worker::Start(Slot& slot, ChunkTask task) {
+  slot.task = std::move(task);
+  slot.chunk = slot.task.request->plan().chunk(slot.task.index);
+  slot.got = 0;
+  slot.source = 0;
+  slot.by_source[0] = slot.by_source[1] = slot.by_source[2] = 0;
+  ++busy_;
+  // After a failure the request's result is decided; the rest of its
+  // chunks only need counting.
+  if (slot.task.request->failed()) return Finish(slot, 0);
+  if (slot.task.request->op() == Op::kRead) {
+    StartRead(slot);
+  } else {
+    StartWrite(slot);
+  }
+}
+
+void Worker::StartRead(Slot& slot) {
+  Request& request = *slot.task.request;
+  const Chunk& chunk = slot.chunk;
+  const FileHandles& file = request.file();
+  if (chunk.kind == ChunkKind::kUnaligned || file.direct_fd() < 0) {
+    if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
+    const int64_t n = PreadFull(file.buffered_fd(), slot.staging, chunk.length,
+                                chunk.file_offset);
+    if (n < 0) return Fail(slot, static_cast<int>(n));
+    slot.got = static_cast<uint64_t>(n);
+    slot.source |= FGDS_SRC_BUFFERED;
+    slot.by_source[kSrcBuffered] += slot.got;
+    return CopyToDevice(slot);
+  }
+  if (config_.use_page_cache && file.buffered_fd() >= 0 &&
+      FullyCached(file.buffered_fd(), chunk.file_offset, chunk.length)) {
+    // Every page is cached: a buffered read is a memory copy. A chunk only
+    // partly cached goes O_DIRECT whole (coherent: the kernel writes back
+    // dirty pages of the range first); reading its cached part buffered
+    // and the rest O_DIRECT would split requests for little gain.
+    const int64_t n = PreadFull(file.buffered_fd(), slot.staging, chunk.length,
+                                chunk.file_offset);
+    if (n < 0) return Fail(slot, static_cast<int>(n));
+    slot.got = static_cast<uint64_t>(n);
+    slot.source |= FGDS_SRC_PAGE_CACHE;
+    slot.by_source[kSrcPageCache] += slot.got;
+    return CopyToDevice(slot);
+  }
+  SubmitIo(slot, /*write=*/false, file.direct_fd(), 0, chunk.length,
+           chunk.file_offset);
+}
+
+void Worker::StartWrite(Slot& slot) {
+  Request& request = *slot.task.request;
+  const uint64_t src = request.device_address() + slot.chunk.io_offset;
+  uint64_t buffer_id = 0;
+  if (ops_.BufferId(src, &buffer_id) != 0 || buffer_id != request.buffer_id()) {
+    return Fail(slot, -EFAULT);
+  }
+  if (int error =
+          ops_.CopyToHost(slot.staging, src, slot.chunk.length, stream_);
+      error != 0) {
+    return Fail(slot, CopyError(src, request.buffer_id(), error));
+  }
+  if (int error = ops_.RecordEvent(slot.event, stream_); error != 0) {
+    ops_.SyncStream(stream_);  // the staging must be quiet before reuse
+    return Fail(slot, error);
+  }
+  slot.state = State::kCopying;
+  slot.copy_seq = next_copy_seq_++;
+}
+
+void Worker::CopyToDevice(Slot& slot) {
+  if (slot.got == 0) return Finish(slot, 0);
+  Request& request = *slot.task.request;
+  const uint64_t dst = request.device_address() + slot.chunk.io_offset;
+  // The caller may have freed the buffer since submission; a copy into an
+  // address that now belongs to another allocation would corrupt it.
+  // cuMemFree waits for copies already queued, so checking just before
+  // queueing is what keeps a freed buffer from being written.
+  uint64_t buffer_id = 0;
+  if (ops_.BufferId(dst, &buffer_id) != 0 || buffer_id != request.buffer_id()) {
+    return Fail(slot, -EFAULT);
+  }
+  if (int error = ops_.CopyToDevice(dst, slot.staging, slot.got, stream_);
+      error != 0) {
+    return Fail(slot, CopyError(dst, request.buffer_id(), error));
+  }
+  if (int error = ops_.RecordEvent(slot.event, stream_); error != 0) {
+    ops_.SyncStream(stream_);
+    return Fail(slot, error);
+  }
+  slot.state = State::kCopying;
+  slot.copy_seq = next_copy_seq_++;
+}
+
+int Worker::CopyError(uint64_t address, uint64_t buffer_id, int error) {
+  // A buffer freed between the check and the copy makes the driver refuse
+  // the address (-EINVAL); report it as what it is.
+  uint64_t now = 0;
+  if (ops_.BufferId(address, &now) != 0 || now != buffer_id) return -EFAULT;
+  return error;
+}
+
+void Worker::CopyDone(Slot& slot) {
+  Request& request = *slot.task.request;
+  if (request.op() == Op::kRead)
+    return Finish(slot, static_cast<int64_t>(slot.got));
+  const Chunk& chunk = slot.chunk;
+  const FileHandles& file = request.file();
+  if (chunk.kind == ChunkKind::kAligned && file.direct_fd() >= 0) {
+    return SubmitIo(slot, /*write=*/true, file.direct_fd(), 0, chunk.length,
+                    chunk.file_offset);
+  }
+  if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
+  const int64_t n = PwriteFull(file.buffered_fd(), slot.staging, chunk.length,
+                               chunk.file_offset);
+  if (n < 0) return Fail(slot, static_cast<int>(n));
+  slot.source |= FGDS_SRC_BUFFERED;
+  slot.by_source[kSrcBuffered] += static_cast<uint64_t>(n);
+  Finish(slot, n);
+}
+
+void Worker::SubmitIo(Slot& slot, bool write, int fd, uint64_t staging_offset,
+                      uint64_t length, uint64_t file_offset) {
+  slot.state = write ? State::kWriting : State::kReading;
+  uint8_t* buf = slot.staging + staging_offset;
+  const size_t index = static_cast<size_t>(&slot - slots_.data());
+  io_uring_sqe* sqe = ring_ready_ ? io_uring_get_sqe(&ring_) : nullptr;
+  if (sqe == nullptr) {
+    // One call, as io_uring would: a short O_DIRECT transfer means end of
+    // file (or a full disk), and retrying the rest would be unaligned.
+    ssize_t n;
+    do {
+      n = write ? pwrite(fd, buf, length, static_cast<off_t>(file_offset))
+                : pread(fd, buf, length, static_cast<off_t>(file_offset));
+    } while (n < 0 && errno == EINTR);
+    return OnCompletion(slot, n < 0 ? -errno : static_cast<int>(n));
+  }
+  const unsigned len = static_cast<unsigned>(length);
+  if (write && fixed_buffers_) {
+    io_uring_prep_write_fixed(sqe, fd, buf, len, file_offset,
+                              static_cast<int>(index));
+  } else if (write) {
+    io_uring_prep_write(sqe, fd, buf, len, file_offset);
+  } else if (fixed_buffers_) {
+    io_uring_prep_read_fixed(sqe, fd, buf, len, file_offset,
+                             static_cast<int>(index));
+  } else {
+    io_uring_prep_read(sqe, fd, buf, len, file_offset);
+  }
+  io_uring_sqe_set_data64(sqe, index);
+  int submitted = 0;
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    submitted = io_uring_submit(&ring_);
+    if (submitted != -EINTR && submitted != -EAGAIN && submitted != -EBUSY) {
+      break;
+    }
+    usleep(100);
+  }
+  if (submitted < 0) {
+    // The entry is stuck in the submission queue: never submit on this
+    // ring again (it would run against a recycled slot), go synchronous.
+    ring_ready_ = false;
+    return Fail(slot, submitted);
+  }
+}
+
+void Worker::OnCompletion(Slot& slot, int result) {
+  if (result < 0) return Fail(slot, result);
+  const uint64_t n = static_cast<uint64_t>(result);
+  slot.source |= FGDS_SRC_O_DIRECT;
+  slot.by_source[kSrcODirect] += n;
+  if (slot.state == State::kReading) {
+    slot.got += n;
+    return CopyToDevice(slot);
+  }
+  Finish(slot, result);
+}
+
+void Worker::Finish(Slot& slot, int64_t result) {
+  slot.task.request->ChunkDone(slot.chunk, result, slot.source, slot.by_source);
+  slot.task.request.reset();
+  slot.state = State::kFree;
+  --busy_;
+}
+
+}  // namespace fgds::direct

@@ -1,0 +1,118 @@
+// File: usrbio/direct/worker.h
+//
+// A worker thread of the bounce engine. It owns a few staging slots of
+// pinned host memory (one chunk each), an io_uring, a device stream and an
+// event per slot, and moves chunks through them:
+//
+//   read:  file -> slot (a buffered read when every page is cached, else
+//          O_DIRECT through io_uring; buffered for unaligned chunks)
+//          -> cuMemcpyHtoDAsync on the worker's stream -> event -> done
+//   write: cuMemcpyDtoHAsync into the slot -> event -> O_DIRECT write
+//          through io_uring (buffered pwrite for unaligned chunks) -> done
+//
+// With several slots per worker and several workers, disk I/O of some
+// chunks overlaps the device copies of others. Staging is allocated once
+// at start and never grows, whatever the callers submit.
+#ifndef FGDS_USRBIO_DIRECT_WORKER_H_
+#define FGDS_USRBIO_DIRECT_WORKER_H_
+
+#include <liburing.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "usrbio/direct/device_ops.h"
+#include "usrbio/direct/dispatcher.h"
+#include "usrbio/direct/options.h"
+
+namespace fgds::direct {
+
+class Worker {
+ public:
+  Worker(const DriverConfig& config, DeviceOps& ops, Dispatcher& dispatcher);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Start allocates the worker's resources on its own thread (CUDA streams
+  // and events belong to the context bound there) and starts serving the
+  // dispatcher. Returns 0 or -errno with `message`.
+  int Start(std::string* message);
+
+  // Join waits for the thread to leave (after Dispatcher::Shutdown) and
+  // frees the resources. Safe to call when Start failed.
+  void Join();
+
+ private:
+  enum class State { kFree, kReading, kCopying, kWriting };
+
+  struct Slot {
+    State state = State::kFree;
+    ChunkTask task;
+    Chunk chunk;
+    uint8_t* staging = nullptr;
+    uintptr_t event = 0;
+    uint64_t got = 0;  // bytes in staging (read) or written (write)
+    uint32_t source = 0;
+    uint64_t by_source[3] = {};
+    // Order in which copies were queued on the stream (they finish in it).
+    uint64_t copy_seq = 0;
+  };
+
+  int Setup(std::string* message);
+  void Teardown();
+  void Run();
+
+  // StartOne starts a chunk in the lowest free slot: 1 started, 0 no free
+  // slot or no work, -1 exit (blocks in Dispatcher::Take when nothing is in
+  // flight).
+  int StartOne();
+  Slot* OldestCopying();
+  // Poll makes every step that is ready without blocking; returns how many.
+  int Poll();
+  // Block waits for the oldest device copy, else for an io_uring
+  // completion.
+  void Block();
+
+  void Start(Slot& slot, ChunkTask task);
+  void StartRead(Slot& slot);
+  void StartWrite(Slot& slot);
+  void CopyToDevice(Slot& slot);
+  void CopyDone(Slot& slot);
+  // CopyError: the errno for a refused copy at `address`.
+  int CopyError(uint64_t address, uint64_t buffer_id, int error);
+  void OnCompletion(Slot& slot, int result);
+  // SubmitIo queues an O_DIRECT read or write of the slot's staging at
+  // `staging_offset` through io_uring (synchronously where there is none).
+  void SubmitIo(Slot& slot, bool write, int fd, uint64_t staging_offset,
+                uint64_t length, uint64_t file_offset);
+  void Finish(Slot& slot, int64_t result);
+  void Fail(Slot& slot, int error) { Finish(slot, error); }
+  void Reap(io_uring_cqe* cqe);
+
+  const DriverConfig& config_;
+  DeviceOps& ops_;
+  Dispatcher& dispatcher_;
+  std::thread thread_;
+
+  // Owned by the worker thread once started.
+  std::vector<Slot> slots_;
+  uint8_t* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  uintptr_t stream_ = 0;
+  io_uring ring_;
+  bool ring_initialized_ = false;
+  // False when io_uring is unavailable (or broke): O_DIRECT then runs as
+  // synchronous pread/pwrite on the worker thread.
+  bool ring_ready_ = false;
+  bool fixed_buffers_ = false;
+  int busy_ = 0;
+  uint64_t next_copy_seq_ = 0;
+};
+
+}  // namespace fgds::direct
+
+#endif  // FGDS_USRBIO_DIRECT_WORKER_H_
