@@ -159,30 +159,8 @@ class UringWorker : public PhaseWorker {
 
   absl::Status Complete(int slot, int res, WorkerStats& stats) {
     const Slot& s = slots_[slot];
-    const char* verb = spec_.op == Op::kWrite ? "write" : "read";
-    if (res < 0) {
-      return PosixError(
-          absl::StrFormat("io_uring %s %s at %d", verb, spec_.path, s.offset),
-          -res);
-    }
-    // O_DIRECT transfers of whole aligned blocks inside the file do not come
-    // back short; if one does, the remainder would be misaligned anyway.
-    if (static_cast<uint64_t>(res) != spec_.block_size) {
-      return absl::DataLossError(
-          absl::StrFormat("io_uring %s %s at %d: %d of %d bytes", verb,
-                          spec_.path, s.offset, res, spec_.block_size));
-    }
-    if (spec_.op == Op::kRead &&
-        !CheckBlock(s.buf, spec_.block_size, s.offset, spec_.data_tag)) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s: block at offset %d does not hold what the write phase wrote",
-          spec_.path, s.offset));
-    }
-    stats.latency.Record(MonotonicNanos() - s.start_ns);
-    ++stats.ops;
-    stats.bytes += spec_.block_size;
-    if (spec_.progress != nullptr) spec_.progress->Add(spec_.block_size);
-    return absl::OkStatus();
+    return FinishQueuedIo(spec_, "io_uring", s.buf, s.offset, s.start_ns, res,
+                          stats);
   }
 
   const PhaseSpec& spec_;

@@ -140,28 +140,8 @@ class UsrbioWorker : public PhaseWorker {
   absl::Status Complete(uint32_t slot, const fgds_cqe& cqe,
                         WorkerStats& stats) {
     const Slot& s = slots_[slot];
-    const char* verb = spec_.op == Op::kWrite ? "write" : "read";
-    if (cqe.result < 0) {
-      return PosixError(
-          absl::StrFormat("usrbio %s %s at %d", verb, spec_.path, s.offset),
-          static_cast<int>(-cqe.result));
-    }
-    if (static_cast<uint64_t>(cqe.result) != spec_.block_size) {
-      return absl::DataLossError(
-          absl::StrFormat("usrbio %s %s at %d: %d of %d bytes", verb,
-                          spec_.path, s.offset, cqe.result, spec_.block_size));
-    }
-    if (spec_.op == Op::kRead &&
-        !CheckBlock(s.buf, spec_.block_size, s.offset, spec_.data_tag)) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s: block at offset %d does not hold what the write phase wrote",
-          spec_.path, s.offset));
-    }
-    stats.latency.Record(MonotonicNanos() - s.start_ns);
-    ++stats.ops;
-    stats.bytes += spec_.block_size;
-    if (spec_.progress != nullptr) spec_.progress->Add(spec_.block_size);
-    return absl::OkStatus();
+    return FinishQueuedIo(spec_, "usrbio", s.buf, s.offset, s.start_ns,
+                          cqe.result, stats);
   }
 
   const PhaseSpec& spec_;

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/bench/block_order.h"
+#include "tools/bench/progress.h"
 
 namespace fgds::bench {
 
@@ -77,6 +80,35 @@ absl::StatusOr<PhaseResult> RunWorkers(
   result.seconds_without_sync = static_cast<double>(io_end_ns - start_ns) / 1e9;
   result.cpu_seconds = cpu_end - cpu_start;
   return result;
+}
+
+absl::Status FinishQueuedIo(const PhaseSpec& spec, absl::string_view engine,
+                            const void* buf, uint64_t offset, uint64_t start_ns,
+                            int64_t result, WorkerStats& stats) {
+  const char* verb = spec.op == Op::kWrite ? "write" : "read";
+  if (result < 0) {
+    return PosixError(
+        absl::StrFormat("%s %s %s at %d", engine, verb, spec.path, offset),
+        static_cast<int>(-result));
+  }
+  // Whole aligned blocks inside the file do not come back short; if one
+  // does, the remainder would be misaligned anyway.
+  if (static_cast<uint64_t>(result) != spec.block_size) {
+    return absl::DataLossError(absl::StrFormat("%s %s %s at %d: %d of %d bytes",
+                                               engine, verb, spec.path, offset,
+                                               result, spec.block_size));
+  }
+  if (spec.op == Op::kRead &&
+      !CheckBlock(buf, spec.block_size, offset, spec.data_tag)) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: block at offset %d does not hold what the write phase wrote",
+        spec.path, offset));
+  }
+  stats.latency.Record(MonotonicNanos() - start_ns);
+  ++stats.ops;
+  stats.bytes += spec.block_size;
+  if (spec.progress != nullptr) spec.progress->Add(spec.block_size);
+  return absl::OkStatus();
 }
 
 }  // namespace fgds::bench

@@ -68,6 +68,14 @@ absl::StatusOr<PhaseResult> RunWorkers(
     const PhaseSpec& spec,
     absl::FunctionRef<std::unique_ptr<PhaseWorker>(int index)> make);
 
+// FinishQueuedIo checks one completed block I/O of a queued engine
+// (io_uring, usrbio) named `engine`: `result` is bytes or -errno, a whole
+// block must have moved, and a read must hold what the write phase wrote.
+// Records the I/O in `stats` when it is good.
+absl::Status FinishQueuedIo(const PhaseSpec& spec, absl::string_view engine,
+                            const void* buf, uint64_t offset, uint64_t start_ns,
+                            int64_t result, WorkerStats& stats);
+
 // PosixError turns an errno from `what` (e.g. "pread /x") into a Status.
 absl::Status PosixError(absl::string_view what, int error_number);
 
