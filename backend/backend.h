@@ -131,6 +131,9 @@ class Backend {
                                 unsigned flags) = 0;
   virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
   virtual int FileFd(File* file) = 0;
+  // A descriptor of the same file opened with O_DIRECT for writes of whole
+  // aligned pages (from page-aligned memory), or -1 where there is none.
+  virtual int DirectWriteFd(File* file) { return -1; }
   // Clears set-user-ID, and set-group-ID where group-executable, as a write
   // by an unprivileged caller must (the kernel leaves it to us for direct
   // I/O, and our own writes run with privilege).

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "backend/inline_engine.h"
 #include "fusefs/control_dir.h"
 #include "fusefs/filesystem.h"
 
@@ -179,6 +180,39 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // (measured: 2.0 ms vs 1.1 ms per 1 MiB write). Splicing writes from
 // /dev/fuse straight into the file (FUSE_CAP_SPLICE_READ) measured slower
 // still (2.2 ms), so requests arrive in memory.
+// Writes whole aligned pages with O_DIRECT: the data then skips the
+// backing file's page cache, where it would be a second cached copy of what
+// the kernel already holds in the mount's cache (copying into that second
+// cache was 65% of the daemon's write time). Returns bytes, -errno, or 0 if
+// this write does not qualify (the caller then writes it buffered).
+ssize_t WriteWholePagesDirect(Filesystem& fs, backend::File* file,
+                              fuse_bufvec* in_buf, off_t off) {
+  constexpr size_t kPage = 4096;
+  const size_t size = fuse_buf_size(in_buf);
+  const int fd = fs.backend->DirectWriteFd(file);
+  if (fd < 0 || size == 0 || size % kPage != 0 || off % kPage != 0 ||
+      size > fs.read_buffers.buffer_size()) {
+    return 0;
+  }
+  // The request's data follows its header in libfuse's buffer, so it is
+  // never page-aligned: stage it in an aligned pool buffer.
+  char* aligned = fs.read_buffers.Get();
+  fuse_bufvec staged = FUSE_BUFVEC_INIT(size);
+  staged.buf[0].mem = aligned;
+  ssize_t res =
+      fuse_buf_copy(&staged, in_buf, static_cast<fuse_buf_copy_flags>(0));
+  if (res == static_cast<ssize_t>(size)) {
+    backend::IoRequest request{
+        backend::IoOp::kWrite,      fd,     aligned, size,
+        static_cast<uint64_t>(off), nullptr};
+    res = backend::RunBlocking(request);
+    // A filesystem may refuse this alignment: fall back to buffered.
+    if (res == -EINVAL) res = 0;
+  }
+  fs.read_buffers.Put(aligned);
+  return res;
+}
+
 void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
                 fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
@@ -188,13 +222,15 @@ void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
     fuse_reply_err(req, EBADF);
     return;
   }
-  fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
-  out.buf[0].flags =
-      static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-  out.buf[0].fd = fs.backend->FileFd(FileOf(fi));
-  out.buf[0].pos = off;
-  ssize_t res =
-      fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
+  ssize_t res = WriteWholePagesDirect(fs, FileOf(fi), in_buf, off);
+  if (res == 0) {
+    fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+    out.buf[0].flags =
+        static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    out.buf[0].fd = fs.backend->FileFd(FileOf(fi));
+    out.buf[0].pos = off;
+    res = fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
+  }
   if (res > 0 && fs.options.direct_io && fuse_req_ctx(req)->uid != 0) {
     // Cached writes have the kernel drop set-id bits (through setattr);
     // direct I/O leaves it to the filesystem.

@@ -76,6 +76,7 @@ class LocalBackend : public Backend {
                         size_t len, unsigned flags) override;
   off_t Lseek(File* file, off_t offset, int whence) override;
   int FileFd(File* file) override;
+  int DirectWriteFd(File* file) override;
   int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
   int ReopenByIno(ino_t ino, int flags) override;  // local_reopen.cc

@@ -14,10 +14,29 @@ namespace fgds::backend {
 class File {
  public:
   File(int fd_in, LocalInode& inode_in, bool keep_cache_in)
-      : fd(fd_in), inode(inode_in), keep_cache(keep_cache_in) {}
+      : fd(fd_in),
+        direct_fd(OpenDirectTwin(fd_in)),
+        inode(inode_in),
+        keep_cache(keep_cache_in) {}
+  ~File() {
+    if (direct_fd >= 0) close(direct_fd);
+    close(fd);
+  }
   const int fd;
+  // An O_DIRECT twin of fd for whole-page writes, or -1 (read-only or
+  // appending handles, or a filesystem without O_DIRECT).
+  const int direct_fd;
   LocalInode& inode;
   const bool keep_cache;
+
+ private:
+  static int OpenDirectTwin(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY || (flags & O_APPEND)) {
+      return -1;
+    }
+    return open(ProcFdPath(fd).c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  }
 };
 
 bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
@@ -84,7 +103,6 @@ void LocalBackend::Release(File* file) {
   // Our own writes changed mtime and size; record them so the next open
   // keeps the kernel's (coherent) cache.
   RememberCacheState(file->inode, file->fd);
-  close(file->fd);
   delete file;
 }
 
@@ -112,6 +130,8 @@ off_t LocalBackend::Lseek(File* file, off_t offset, int whence) {
 }
 
 int LocalBackend::FileFd(File* file) { return file->fd; }
+
+int LocalBackend::DirectWriteFd(File* file) { return file->direct_fd; }
 
 int LocalBackend::DropSetId(File* file) {
   struct stat st;
