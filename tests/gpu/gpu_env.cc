@@ -133,16 +133,6 @@ std::vector<uint8_t> ScratchDir::ReadFile(const std::string& name) const {
   return bytes;
 }
 
-std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> bytes(n);
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i < n; i += 8) {
-    const uint64_t word = rng();
-    std::memcpy(&bytes[i], &word, std::min<size_t>(8, n - i));
-  }
-  return bytes;
-}
-
 ScopedDriver::ScopedDriver(const fgds_driver_params* params) {
   const int error = fgds_driver_open(&driver_, params);
   EXPECT_EQ(error, 0) << fgds_last_error();

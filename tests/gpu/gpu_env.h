@@ -14,6 +14,7 @@
 
 #include "fgds/fgds.h"
 #include "gtest/gtest.h"
+#include "tests/lib/random_bytes.h"
 #include "usrbio/cuda/cuda_api.h"
 
 namespace fgds::testing {
@@ -85,8 +86,6 @@ class ScratchDir {
  private:
   std::string path_;
 };
-
-std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed);
 
 // ScopedDriver opens an fgds driver on the calling thread's context
 // (params may be null) and closes it at the end of the scope.

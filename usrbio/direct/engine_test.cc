@@ -17,6 +17,7 @@
 
 #include "fgds/fgds.h"
 #include "gtest/gtest.h"
+#include "tests/lib/random_bytes.h"
 #include "usrbio/direct/driver.h"
 #include "usrbio/direct/fake_device_ops.h"
 
@@ -25,17 +26,9 @@ namespace {
 
 constexpr uint64_t kChunk = 64 * 1024;
 
-std::vector<uint8_t> RandomBytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> bytes(n);
-  std::mt19937_64 rng(seed);
-  for (size_t i = 0; i < n; i += 8) {
-    const uint64_t word = rng();
-    std::memcpy(&bytes[i], &word, std::min<size_t>(8, n - i));
-  }
-  return bytes;
-}
+using ::fgds::testing::RandomBytes;
 
-class EngineTest : public testing::Test {
+class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // On disk beside the test binary: tmpfs (often /tmp) has no O_DIRECT.
@@ -141,7 +134,7 @@ TEST_F(EngineTest, ReadsLandByteForByte) {
   for (bool page_cache : {true, false}) {
     OpenDriver(page_cache);
     for (const Range& r : kRanges) {
-      SCOPED_TRACE(testing::Message()
+      SCOPED_TRACE(::testing::Message()
                    << "offset " << r.file_offset << " size " << r.size
                    << " page_cache " << page_cache);
       const uint64_t capacity = r.buf_offset + r.size + 64;
@@ -190,7 +183,7 @@ TEST_F(EngineTest, WritesLandByteForByte) {
   std::vector<uint8_t> expected = original;
   uint64_t seed = 100;
   for (const Range& r : kRanges) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << "offset " << r.file_offset << " size " << r.size);
     const uint64_t dev = ops_->Alloc(r.buf_offset + r.size);
     const std::vector<uint8_t> bytes = RandomBytes(r.size, seed++);
