@@ -344,14 +344,6 @@ TEST(FormatTableTest, AlignedColumnsAndValues) {
   EXPECT_EQ(lines[2].back(), '-');  // native has no baseline
 }
 
-TEST(JsonTest, QuoteEscapes) {
-  EXPECT_EQ(JsonQuote("plain"), "\"plain\"");
-  EXPECT_EQ(JsonQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-  EXPECT_EQ(JsonQuote("line\nnext\t"), "\"line\\nnext\\t\"");
-  EXPECT_EQ(JsonQuote(std::string("\x01", 1)), "\"\\u0001\"");
-  EXPECT_EQ(JsonQuote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");
-}
-
 TEST(JsonTest, RowsConfigAndNotes) {
   BenchOptions options;
   options.mount = "/m\"x";

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json_quote.h"
 
 namespace fgds::bench {
 namespace {
@@ -35,37 +36,6 @@ std::string RowJson(const ResultRow& row) {
 }
 
 }  // namespace
-
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
 
 std::string FormatJson(const BenchOptions& options,
                        const std::vector<ResultRow>& rows,

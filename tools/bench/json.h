@@ -20,9 +20,6 @@ std::string FormatJson(const BenchOptions& options,
                        const std::vector<ResultRow>& rows,
                        const std::vector<std::string>& notes);
 
-// JsonQuote returns `text` as a JSON string literal, quotes included.
-std::string JsonQuote(absl::string_view text);
-
 }  // namespace fgds::bench
 
 #endif  // FGDS_TOOLS_BENCH_JSON_H_
