@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * fgds: makes GPU memory exported as a dma-buf a target for O_DIRECT I/O.
+ *
+ * Objects and lifetimes:
+ *   fgds_dev     one per served PCI device (GPU), from module load to
+ *                unload; owns the char device and, while registrations
+ *                exist, the struct pages backing its BAR (fgds_pages.c).
+ *   fgds_file    one per open of /dev/fgds_*; owns its registrations.
+ *   fgds_buffer  one registration: a dma-buf attachment, the BAR extents it
+ *                maps to, and the mmap token. Referenced by its open file
+ *                (until UNREG_BUFFER or close) and by each VMA mapping it.
+ *                When the last reference goes, a worker waits until no page
+ *                of it is pinned by I/O any more, then releases the
+ *                attachment and the pages (fgds_buffer.c).
+ *
+ * Lock order: dma-buf reservation lock -> fgds_buffer.lock ->
+ * (mm locks taken by unmap_mapping_range / vmf_insert_page).
+ * fgds_file.lock and fgds_dev.pages_lock are never held together with
+ * fgds_buffer.lock.
+ */
+#ifndef FGDS_H
+#define FGDS_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/rwsem.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include "fgds_ioctl.h"
+
+/*
+ * A token is id << FGDS_TOKEN_SHIFT, so the mmap offset ranges of two
+ * registrations never overlap and unmap_mapping_range() on one token never
+ * touches another's mappings. It bounds a registration to 1 TiB.
+ */
+#define FGDS_TOKEN_SHIFT 40
+#define FGDS_TOKEN_MAX_ID ((1U << (63 - FGDS_TOKEN_SHIFT)) - 1)
+
+/* Module parameters (fgds_main.c). */
+extern unsigned int fgds_max_buffers;
+extern unsigned long long fgds_max_buffer_size;
+extern bool fgds_allow_host_bridge;
+
+struct fgds_dev {
+	struct pci_dev *pdev; /* reference held for the device's life */
+	int bar;
+	phys_addr_t bar_start; /* CPU physical address */
+	u64 bar_bus_start; /* the same BAR as the PCI bus sees it */
+	u64 bar_size;
+	struct cdev cdev;
+	struct device *device;
+
+	struct mutex pages_lock;
+	unsigned int pages_users; /* registrations holding pgmap */
+	struct dev_pagemap *pgmap; /* the BAR's struct pages, while used */
+
+	/*
+	 * Every live registration, by id, from REG_BUFFER until its release
+	 * has finished (so a token is not reused while pages of the old one
+	 * may still be pinned).
+	 */
+	struct xarray buffers;
+	atomic_t registrations;
+};
+
+struct fgds_file {
+	struct fgds_dev *fdev;
+	struct address_space *mapping; /* where this file's VMAs live */
+	struct mutex lock;
+	struct list_head buffers; /* registered fgds_buffers, under lock */
+	unsigned int nr_buffers;
+};
+
+/* A physically contiguous piece of a registration, in buffer order. */
+struct fgds_extent {
+	u64 offset; /* in the registration */
+	u64 len;
+	phys_addr_t phys; /* CPU physical address inside the BAR */
+};
+
+struct fgds_buffer {
+	struct kref ref; /* the registration + one per VMA */
+	struct fgds_dev *fdev;
+	u32 id;
+	u64 token;
+	u64 size;
+
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	struct fgds_extent *extents;
+	unsigned int nr_extents;
+	/* The extents' struct pages exist (store-release). */
+	bool has_pages;
+
+	/*
+	 * Faults take it shared and insert pages only while !revoked;
+	 * revoking takes it exclusive, so after revoke no new page can be
+	 * inserted and the zap that follows catches every inserted one.
+	 */
+	struct rw_semaphore lock;
+	bool revoked;
+	/* Owner's mapping while registered (NULL after), for zapping. */
+	struct address_space *mapping;
+
+	struct fgds_file *owner; /* under owner->lock; NULL once unregistered */
+	struct list_head file_node;
+	struct work_struct release_work;
+};
+
+/* fgds_main.c */
+extern struct workqueue_struct *fgds_release_wq;
+
+/* fgds_file.c */
+extern const struct file_operations fgds_fops;
+extern const struct attribute_group *fgds_dev_groups[];
+
+/* fgds_buffer.c */
+int fgds_buffer_register(struct fgds_file *ff, struct fgds_reg_buffer *args);
+int fgds_buffer_unregister(struct fgds_file *ff, u64 token);
+void fgds_buffer_unregister_all(struct fgds_file *ff);
+int fgds_buffer_mmap(struct fgds_file *ff, struct vm_area_struct *vma);
+
+/* fgds_pages.c */
+int fgds_pages_get(struct fgds_dev *fdev);
+void fgds_pages_put(struct fgds_dev *fdev);
+
+/* fgds_p2p.c */
+int fgds_p2p_check_fd(struct fgds_dev *fdev, int storage_fd, int *distance);
+
+#endif /* FGDS_H */
