@@ -1,0 +1,180 @@
+#!/bin/sh
+# File: tests/kmod/guest/guest-tests.sh
+#
+# The kmod lab's tests, run by the guest's /init as /lab/guest-tests.sh
+# (busybox sh, root). Loads the test exporter and fgds, runs
+# /lab/bin/kmod_lab_test, then the module unload tests. Prints one line per
+# test: "PASS <name>", "FAIL <name>: <reason>" or "SKIP <name>: <reason>";
+# other lines are for the console log only.
+# /lab/lab.env (written by lab/images.sh and /init) names the devices.
+
+# shellcheck disable=SC1091  # written at boot
+. /lab/lab.env
+bin=/lab/bin/kmod_lab_test
+max_buffers=16
+max_buffer_size=$((64 * 1024 * 1024))
+failed=0
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; failed=1; }
+# abort NAME REASON: a failure after which nothing else can run.
+abort() { echo "FAIL $1: $2"; exit 1; }
+
+pci=$FGDS_LAB_IVSHMEM_PCI
+[ -n "$pci" ] || abort setup "no ivshmem device (FGDS_LAB_IVSHMEM_PCI empty)"
+[ -n "$FGDS_LAB_RAW_DEV" ] || abort setup "no drive with serial fgds-raw"
+[ -n "$FGDS_LAB_EXT4_DEV" ] || abort setup "no drive with serial fgds-ext4"
+# /dev/fgds_<domain>_<bus>_<dev>_<fn>, from 0000:01:00.0
+node=fgds_$(echo "$pci" | tr ':.' '__')
+sysdir=/sys/class/fgds/$node
+
+# fgds's parameters: serve the ivshmem "GPU", a small registration limit
+# so that ENOSPC is reachable, and a buffer size limit below the BAR so
+# that E2BIG is (when this module version has that parameter).
+fgds_params="extra_devices=$pci max_buffers=$max_buffers"
+if grep -q 'parmtype=max_buffer_size:' /lab/fgds.ko; then
+  fgds_params="$fgds_params max_buffer_size=$max_buffer_size"
+fi
+
+# wait_for TEST SECONDS: waits until TEST (a shell condition) holds.
+wait_for() {
+  i=0
+  while ! eval "$1"; do
+    i=$((i + 1))
+    [ $i -gt $(($2 * 10)) ] && return 1
+    sleep 0.1
+  done
+}
+
+load_exporter() {  # load_exporter SUFFIX [PARAMETERS]
+  # shellcheck disable=SC2086
+  insmod /lab/fgds_test_exporter.ko $2 ||
+    abort "insmod_exporter$1" "insmod fgds_test_exporter.ko failed"
+  wait_for '[ -c /dev/fgds_test_exporter ]' 5 ||
+    abort "insmod_exporter$1" "/dev/fgds_test_exporter did not appear"
+  pass "insmod_exporter$1"
+}
+
+load_fgds() {  # load_fgds SUFFIX
+  # shellcheck disable=SC2086
+  insmod /lab/fgds.ko $fgds_params ||
+    abort "insmod_fgds$1" "insmod fgds.ko $fgds_params failed"
+  wait_for "[ -c /dev/$node ]" 5 ||
+    abort "insmod_fgds$1" "/dev/$node did not appear"
+  pass "insmod_fgds$1"
+}
+
+registrations() { cat "$sysdir/registrations" 2>/dev/null || echo gone; }
+
+load_exporter ""
+load_fgds ""
+
+mkdir -p /mnt/ext4
+mount -t ext4 "$FGDS_LAB_EXT4_DEV" /mnt/ext4 ||
+  abort setup "mount $FGDS_LAB_EXT4_DEV on /mnt/ext4 failed"
+ext4_file=/mnt/ext4/${FGDS_LAB_EXT4_FILE:-data.bin}
+
+set -- --raw "$FGDS_LAB_RAW_DEV" --ext4-dir /mnt/ext4 \
+  --ext4-file "$ext4_file" --tmpdir /tmp --max-buffers $max_buffers
+if [ -n "$FGDS_LAB_NO_ROUTE_DEV" ] && [ -b "$FGDS_LAB_NO_ROUTE_DEV" ]; then
+  set -- "$@" --noroute "$FGDS_LAB_NO_ROUTE_DEV"
+else
+  set -- "$@" --noroute-skip "the lab has no fgds-noroute drive"
+fi
+[ -n "$FGDS_LAB_RAW_SCRATCH_OFF" ] &&
+  set -- "$@" --scratch-off "$FGDS_LAB_RAW_SCRATCH_OFF"
+
+echo "guest-tests: $bin $*"
+"$bin" "$@" || failed=1
+
+# ---- Module unload (test 10 of the brief) ----
+
+# A process that only keeps the device open pins fgds.
+( exec 3<>"/dev/$node"; exec sleep 1000 ) &
+opener=$!
+sleep 0.5
+if rmmod fgds 2>/dev/null; then
+  fail rmmod_busy_open "rmmod fgds succeeded while /dev/$node was open"
+  load_fgds _after_bug
+else
+  pass rmmod_busy_open
+fi
+kill -9 $opener
+wait $opener 2>/dev/null
+
+# A process with a registration and a mapping pins fgds, and its dma-buf
+# pins the exporter.
+"$bin" "$@" --hold >/tmp/holder.out 2>&1 &
+holder=$!
+# shellcheck disable=SC2016  # wait_for evaluates it each time
+if wait_for 'grep -q READY /tmp/holder.out || ! kill -0 $holder 2>/dev/null' 60 &&
+   grep -q READY /tmp/holder.out; then
+  if rmmod fgds 2>/dev/null; then
+    fail rmmod_busy_registered "rmmod fgds succeeded under a live registration"
+    load_fgds _after_bug
+  else
+    pass rmmod_busy_registered
+  fi
+  if rmmod fgds_test_exporter 2>/dev/null; then
+    fail rmmod_exporter_busy "rmmod fgds_test_exporter succeeded while fgds holds its dma-buf"
+    load_exporter _after_bug
+  else
+    pass rmmod_exporter_busy
+  fi
+else
+  fail rmmod_busy_registered "the holder did not get ready: $(cat /tmp/holder.out)"
+fi
+kill -9 $holder 2>/dev/null
+wait $holder 2>/dev/null
+# shellcheck disable=SC2016
+wait_for '[ "$(registrations)" = 0 ]' 10 ||
+  fail holder_released "registrations $(registrations) 10 s after SIGKILL of the holder"
+
+umount /mnt/ext4
+
+# Idle: both unload, the node and the class device go away.
+if rmmod fgds; then
+  pass rmmod_idle
+  if wait_for "[ ! -e /dev/$node ] && [ ! -e $sysdir ]" 5; then
+    pass rmmod_node_gone
+  else
+    fail rmmod_node_gone "/dev/$node or $sysdir still there after rmmod"
+  fi
+else
+  fail rmmod_idle "rmmod fgds failed with nothing open (refcnt $(cat /sys/module/fgds/refcnt))"
+fi
+if rmmod fgds_test_exporter; then
+  pass rmmod_exporter
+else
+  fail rmmod_exporter "rmmod fgds_test_exporter failed (refcnt $(cat /sys/module/fgds_test_exporter/refcnt))"
+fi
+
+# fgds alone loads and unloads again.
+# shellcheck disable=SC2086
+if insmod /lab/fgds.ko $fgds_params && wait_for "[ -c /dev/$node ]" 5 &&
+   rmmod fgds; then
+  pass reinsmod_fgds_alone
+else
+  fail reinsmod_fgds_alone "insmod, node or rmmod failed"
+  rmmod fgds 2>/dev/null
+fi
+
+# Both again, with a short run: nothing stale survived the unload. The
+# exporter is dynamic this time (pin/unpin ops, like amdgpu; the first run
+# had it static, like NVIDIA's), which changes how the dma-buf core maps
+# and invalidates.
+load_exporter _reload dynamic=1
+load_fgds _reload
+mount -t ext4 "$FGDS_LAB_EXT4_DEV" /mnt/ext4 || fail remount "mount ext4 failed"
+"$bin" "$@" --name-suffix _dynamic sysfs_attrs query reg_mmap_unreg \
+  reg_two_tokens reject_outside_bar reject_revoked_dmabuf io_raw_read \
+  io_reverse io_uring_read unreg_inflight revoke_inflight revoke_mapped \
+  kill_holder || failed=1
+umount /mnt/ext4
+if rmmod fgds && rmmod fgds_test_exporter; then
+  pass rmmod_final
+else
+  fail rmmod_final "rmmod after the reload failed"
+fi
+
+exit $failed
