@@ -14,6 +14,7 @@
 #include "fusefs/daemon.h"
 #include "fusefs/options.h"
 #include "tools/bench/bench.h"
+#include "tools/probe/probe.h"
 
 namespace {
 
@@ -24,6 +25,8 @@ constexpr char kUsage[] =
     "  stat MOUNTPOINT                                 per-operation "
     "statistics\n"
     "  bench --mount MNT --backing DIR [options]       throughput vs native\n"
+    "  probe [--json] [--sysfs-root DIR]               can the GPU direct "
+    "path work here?\n"
     "Run `fgds mount --help` or `fgds bench --help` for their options.\n";
 
 int Fail(std::string_view command, const absl::Status& status) {
@@ -162,6 +165,7 @@ int main(int argc, char** argv) {
   }
   if (command == "stat") return StatCommand(argc - 1, argv + 1);
   if (command == "bench") return fgds::bench::BenchMain(argc - 1, argv + 1);
+  if (command == "probe") return fgds::probe::ProbeMain(argc - 1, argv + 1);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -8,7 +8,8 @@
 #   3. runs the tests (gtest JSON per binary);
 #   4. runs the GPU bench: h2d, native-direct, libfgds, bounce-baseline and
 #      naive, cold and warm, then cufile on its own (it may fail);
-#   5. writes $OUT/results.json (tests, rows, ratios against the targets),
+#   5. runs `fgds probe` (text and --json) on this real GPU host;
+#   6. writes $OUT/results.json (tests, rows, ratios against the targets),
 #      $OUT/bench.png and $OUT/run.log, and prints the ratio table last.
 #
 # Usage (device tool): carry .deps, run `bash tests/gpu/run_on_device.sh`.
@@ -74,7 +75,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER_LAUNCHER=/tmp/fgds-no-werror >"$BUILD/configure.log" 2>&1 ||
   { tail -40 "$BUILD/configure.log"; echo "configure failed"; }
 TARGETS="cuda_test direct_test gpu_read_test gpu_write_test gpu_concurrency_test
-         gpu_lifetime_test gpu_driver_test fgds-bench-dev"
+         gpu_lifetime_test gpu_driver_test fgds-bench-dev fgds"
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j "$(nproc)" --target $TARGETS >"$BUILD/build.log" 2>&1 ||
   { grep -E 'error|Error' "$BUILD/build.log" | head -40; echo "build failed"; }
@@ -95,6 +96,13 @@ for d in /var/tmp /root /tmp "$ROOT"; do
 done
 mkdir -p "$DISK"
 step "scratch on $DISK: $(df -T "$DISK" | tail -1 | awk '{print $1, $2, $5 " free"}')"
+
+step "fgds probe (exit 0: direct path available, 1: not)"
+if [ -x "$BUILD/tools/fgds" ]; then
+  "$BUILD/tools/fgds" probe | tee "$OUT/probe.txt"
+  echo "fgds probe: exit ${PIPESTATUS[0]}"
+  "$BUILD/tools/fgds" probe --json >"$OUT/probe.json"
+fi
 
 if [ "${FGDS_SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
