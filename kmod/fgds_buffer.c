@@ -48,7 +48,8 @@ static bool fgds_page_pinned(struct page *page)
 /*
  * fgds_buffer_wait_unpinned - wait until no page of @buf is pinned. Called
  * once the buffer can no longer be faulted in (revoked and zapped), so new
- * pins cannot appear; storage I/O always completes, so this ends.
+ * pins cannot appear. An O_DIRECT request's pin goes when it completes; a
+ * long-term pin (an io_uring registered buffer) when its owner drops it.
  */
 static void fgds_buffer_wait_unpinned(struct fgds_buffer *buf)
 {
