@@ -118,6 +118,14 @@ struct fgds_buffer {
 /* fgds_main.c */
 extern struct workqueue_struct *fgds_release_wq;
 
+/* The largest registration on @fdev: the max_buffer_size parameter, or
+ * (0, or larger than the BAR) the BAR size. */
+static inline u64 fgds_dev_max_buffer_size(const struct fgds_dev *fdev)
+{
+	return min_t(u64, fgds_max_buffer_size ?: fdev->bar_size,
+		     fdev->bar_size);
+}
+
 /* fgds_file.c */
 extern const struct file_operations fgds_fops;
 extern const struct attribute_group *fgds_dev_groups[];

@@ -268,8 +268,7 @@ int fgds_buffer_register(struct fgds_file *ff, struct fgds_reg_buffer *args)
 	int distance, ret;
 	u32 id;
 
-	if (args->size >
-	    min_t(u64, fgds_max_buffer_size ?: fdev->bar_size, fdev->bar_size))
+	if (args->size > fgds_dev_max_buffer_size(fdev))
 		return -E2BIG;
 	ret = fgds_p2p_check_fd(fdev, args->storage_fd, &distance);
 	if (ret)
@@ -371,6 +370,16 @@ static struct fgds_buffer *fgds_file_find_locked(struct fgds_file *ff,
 	return NULL;
 }
 
+/* Takes @buf out of its owner's registrations (UNREG_BUFFER or close). */
+static void fgds_file_remove_locked(struct fgds_file *ff,
+				    struct fgds_buffer *buf)
+{
+	lockdep_assert_held(&ff->lock);
+	list_del_init(&buf->file_node);
+	buf->owner = NULL;
+	ff->nr_buffers--;
+}
+
 int fgds_buffer_unregister(struct fgds_file *ff, u64 token)
 {
 	struct fgds_buffer *buf;
@@ -381,9 +390,7 @@ int fgds_buffer_unregister(struct fgds_file *ff, u64 token)
 		mutex_unlock(&ff->lock);
 		return -EINVAL;
 	}
-	list_del_init(&buf->file_node);
-	buf->owner = NULL;
-	ff->nr_buffers--;
+	fgds_file_remove_locked(ff, buf);
 	mutex_unlock(&ff->lock);
 
 	fgds_buffer_retire(buf);
@@ -398,11 +405,8 @@ void fgds_buffer_unregister_all(struct fgds_file *ff)
 		mutex_lock(&ff->lock);
 		buf = list_first_entry_or_null(&ff->buffers, struct fgds_buffer,
 					       file_node);
-		if (buf) {
-			list_del_init(&buf->file_node);
-			buf->owner = NULL;
-			ff->nr_buffers--;
-		}
+		if (buf)
+			fgds_file_remove_locked(ff, buf);
 		mutex_unlock(&ff->lock);
 		if (!buf)
 			return;

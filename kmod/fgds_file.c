@@ -66,8 +66,7 @@ static long fgds_ioctl_query(struct fgds_file *ff, void __user *uarg)
 	q.bar_index = fdev->bar;
 	q.bar_start = fdev->bar_start;
 	q.bar_size = fdev->bar_size;
-	q.max_buffer_size = min_t(u64, fgds_max_buffer_size ?: fdev->bar_size,
-				  fdev->bar_size);
+	q.max_buffer_size = fgds_dev_max_buffer_size(fdev);
 	q.max_buffers = fgds_max_buffers;
 	mutex_lock(&ff->lock);
 	q.buffers = ff->nr_buffers;

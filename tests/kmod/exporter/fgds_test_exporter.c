@@ -188,10 +188,19 @@ static const struct dma_buf_ops texp_dynamic_ops = {
 	.release = texp_release,
 };
 
-static bool texp_is_ours(struct dma_buf *dmabuf)
+/* The dma-buf behind @fd if this module exported it (put it after use). */
+static struct dma_buf *texp_get_ours(int fd)
 {
-	return dmabuf->ops == &texp_static_ops ||
-	       dmabuf->ops == &texp_dynamic_ops;
+	struct dma_buf *dmabuf = dma_buf_get(fd);
+
+	if (IS_ERR(dmabuf))
+		return dmabuf;
+	if (dmabuf->ops != &texp_static_ops &&
+	    dmabuf->ops != &texp_dynamic_ops) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(-EINVAL);
+	}
+	return dmabuf;
 }
 
 static void texp_revoke_buf(struct texp_buf *buf)
@@ -316,22 +325,18 @@ static long texp_ioctl_revoke(struct texp_revoke __user *uarg)
 {
 	struct texp_revoke arg;
 	struct dma_buf *dmabuf;
-	long ret = 0;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
 	if (arg.pad)
 		return -EINVAL;
 
-	dmabuf = dma_buf_get(arg.fd);
+	dmabuf = texp_get_ours(arg.fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
-	if (texp_is_ours(dmabuf))
-		texp_revoke_buf(dmabuf->priv);
-	else
-		ret = -EINVAL;
+	texp_revoke_buf(dmabuf->priv);
 	dma_buf_put(dmabuf);
-	return ret;
+	return 0;
 }
 
 static long texp_ioctl_status(struct texp_status __user *uarg)
@@ -345,13 +350,9 @@ static long texp_ioctl_status(struct texp_status __user *uarg)
 		return -EFAULT;
 	if (arg.pad)
 		return -EINVAL;
-	dmabuf = dma_buf_get(arg.fd);
+	dmabuf = texp_get_ours(arg.fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
-	if (!texp_is_ours(dmabuf)) {
-		ret = -EINVAL;
-		goto out_put;
-	}
 	buf = dmabuf->priv;
 	dma_resv_lock(dmabuf->resv, NULL);
 	arg.attachments = buf->attachments;
@@ -361,7 +362,6 @@ static long texp_ioctl_status(struct texp_status __user *uarg)
 	arg.pad2 = 0;
 	if (copy_to_user(uarg, &arg, sizeof(arg)))
 		ret = -EFAULT;
-out_put:
 	dma_buf_put(dmabuf);
 	return ret;
 }
