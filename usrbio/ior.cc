@@ -192,7 +192,7 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
   sqe->reserved0 = 0;
   sqe->iov_id = iov->id;
   sqe->fd_id = static_cast<uint32_t>(fd_id);
-  sqe->reserved1 = 0;
+  sqe->tag = 0;
   sqe->iov_offset = start - base;
   sqe->file_offset = file_offset;
   sqe->len = len;

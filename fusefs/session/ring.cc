@@ -40,11 +40,15 @@ void Drain(int efd) {
 // One engine request of a ring. Deletes itself when complete.
 class RingOp : public backend::IoCompletion {
  public:
-  RingOp(std::shared_ptr<Ring> ring, uint64_t userdata, CheckedIo io)
-      : ring_(std::move(ring)), userdata_(userdata), io_(std::move(io)) {}
+  RingOp(std::shared_ptr<Ring> ring, uint64_t userdata, uint32_t tag,
+         CheckedIo io)
+      : ring_(std::move(ring)),
+        userdata_(userdata),
+        tag_(tag),
+        io_(std::move(io)) {}
   const CheckedIo& io() const { return io_; }
   void Complete(int64_t result) override {
-    ring_->Post(userdata_, result, io_.path);
+    ring_->Post(userdata_, tag_, result, io_.path);
     ring_->Retire();
     delete this;  // drops the iov, file and ring references last
   }
@@ -52,6 +56,7 @@ class RingOp : public backend::IoCompletion {
  private:
   std::shared_ptr<Ring> ring_;
   uint64_t userdata_;
+  uint32_t tag_;
   CheckedIo io_;
 };
 
@@ -154,14 +159,15 @@ void Ring::Stop() {
   worker_.join();
 }
 
-void Ring::Post(uint64_t userdata, int64_t result, uint32_t path) {
+void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
+                uint32_t path) {
   {
     fgds::MutexLock lock(&cq_mu_);
     fgds_cqe* cqe = &cqes_[cq_tail_ & (cq_entries_ - 1)];
     cqe->result = result;
     cqe->userdata = userdata;
     cqe->path = path;
-    cqe->reserved = 0;
+    cqe->tag = tag;
     ++cq_tail_;
     // Release: the CQE above is complete before the tail that publishes it.
     fgds_store_release(&header_->cq_tail.value, cq_tail_);
@@ -251,7 +257,12 @@ void Ring::Dispatch(uint32_t count) {
   fgds_store_release(&header_->sq_head.value, sq_head_);
 
   std::vector<backend::IoRequest> requests;
-  std::vector<std::pair<uint64_t, int>> failed;
+  struct Failed {
+    uint64_t userdata;
+    uint32_t tag;
+    int err;
+  };
+  std::vector<Failed> failed;
   requests.reserve(count);
   std::shared_ptr<Ring> self = shared_from_this();
   {
@@ -260,10 +271,10 @@ void Ring::Dispatch(uint32_t count) {
       CheckedIo io;
       int err = CheckSqe(sqe, *registry_, flags_, &io);
       if (err != 0) {
-        failed.emplace_back(sqe.userdata, err);
+        failed.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
-      auto* op = new RingOp(self, sqe.userdata, std::move(io));
+      auto* op = new RingOp(self, sqe.userdata, sqe.tag, std::move(io));
       const CheckedIo& checked = op->io();
       requests.push_back(backend::IoRequest{
           checked.write ? backend::IoOp::kWrite : backend::IoOp::kRead,
@@ -273,7 +284,9 @@ void Ring::Dispatch(uint32_t count) {
   // Counted before the engine can complete any of them.
   inflight_.fetch_add(static_cast<uint32_t>(requests.size()),
                       std::memory_order_relaxed);
-  for (auto [userdata, err] : failed) Post(userdata, err, FGDS_PATH_NONE);
+  for (const Failed& f : failed) {
+    Post(f.userdata, f.tag, f.err, FGDS_PATH_NONE);
+  }
   engine_->Submit(requests);
 }
 

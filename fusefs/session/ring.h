@@ -58,7 +58,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   void Stop();
 
   // Posts one completion; called on engine threads and by the worker.
-  void Post(uint64_t userdata, int64_t result, uint32_t path);
+  void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
   // An engine request of this ring finished (after its Post).
   void Retire() { inflight_.fetch_sub(1, std::memory_order_release); }
 

@@ -9,7 +9,7 @@ namespace fgds::session {
 
 int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
              CheckedIo* out) {
-  if (sqe.reserved0 != 0 || sqe.reserved1 != 0 ||
+  if (sqe.reserved0 != 0 ||
       (sqe.flags & ~FGDS_SQE_VALID_FLAGS) != 0) {
     return -EINVAL;
   }

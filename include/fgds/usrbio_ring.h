@@ -79,7 +79,9 @@ struct fgds_sqe {
   uint16_t reserved0;
   uint32_t iov_id; /* an iov registered by this session */
   uint32_t fd_id;  /* a file registered by this session */
-  uint32_t reserved1;
+  /* Echoed unchanged in fgds_cqe.tag. The client library marks its own
+   * entries with it (GPU iov staging I/O); fgds_prep_io writes 0. */
+  uint32_t tag;
   uint64_t iov_offset; /* where in the iov the data goes / comes from */
   uint64_t file_offset;
   uint64_t len;
@@ -91,7 +93,7 @@ struct fgds_cqe {
   int64_t result;    /* bytes transferred (short only at EOF), or -errno */
   uint64_t userdata; /* the submission's */
   uint32_t path;     /* FGDS_PATH_* */
-  uint32_t reserved;
+  uint32_t tag;      /* the submission's tag */
 };
 
 /* One index, alone on its cache line so the two sides never write the same
@@ -130,6 +132,8 @@ FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, iov_offset) == 16, "fgds_sqe ABI");
 FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, userdata) == 40, "fgds_sqe ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_cqe) == 24, "fgds_cqe is ABI");
 FGDS_STATIC_ASSERT(offsetof(struct fgds_cqe, path) == 16, "fgds_cqe ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_sqe, tag) == 12, "fgds_sqe ABI");
+FGDS_STATIC_ASSERT(offsetof(struct fgds_cqe, tag) == 20, "fgds_cqe ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_ring_index) == FGDS_CACHE_LINE,
                    "one index per cache line");
 FGDS_STATIC_ASSERT(offsetof(struct fgds_ring_header, total_size) == 48,

@@ -188,6 +188,50 @@ TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
   EXPECT_EQ(by_tag[5], 4096);
 }
 
+// The library marks its own entries with fgds_sqe.tag; the daemon hands it
+// back unchanged, on successes and on entries that fail validation alike.
+TEST_F(UsrbioRwTest, TagIsEchoedInTheCompletion) {
+  const std::string path = MakeFile("t", 4);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  ASSERT_GE(id, 0);
+  auto prep_tagged = [&](int fd_id, uint64_t userdata, uint32_t tag) {
+    const uint32_t slot = (ior.ior.ring->sq_tail.value + ior.ior.sq_pending) &
+                          (ior.ior.sq_entries - 1);
+    ASSERT_EQ(
+        fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), fd_id, 0, 4096, userdata),
+        0);
+    ior.ior.sqes[slot].tag = tag;
+  };
+  prep_tagged(id, 1, 0xabcd1234u);
+  prep_tagged(id + 50, 2, 7);  // unregistered fd: fails validation
+  prep_tagged(id, 3, 0);
+  fgds_cqe cqes[3];
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 3), 3);
+  for (const fgds_cqe& c : cqes) {
+    switch (c.userdata) {
+      case 1:
+        EXPECT_EQ(c.result, 4096);
+        EXPECT_EQ(c.tag, 0xabcd1234u);
+        break;
+      case 2:
+        EXPECT_EQ(c.result, -EBADF);
+        EXPECT_EQ(c.tag, 7u);
+        break;
+      default:
+        EXPECT_EQ(c.userdata, 3u);
+        EXPECT_EQ(c.tag, 0u);
+    }
+  }
+}
+
 TEST_F(UsrbioRwTest, OnlyRegularFilesOfThisMountRegister) {
   MakeFile("f", 4);
   Session s(fs_->mountpoint());
