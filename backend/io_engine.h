@@ -1,8 +1,8 @@
 // File: backend/io_engine.h
 //
 // IoEngine: the asynchronous, batched data-path interface every backend's
-// file I/O goes through (FUSE reads/writes today; usrbio rings and the
-// remote backend later). A request names an fd, a buffer, a length and an
+// file I/O goes through (FUSE reads and writes, usrbio rings; the remote
+// backend later). A request names an fd, a buffer, a length and an
 // offset; the engine transfers the whole length (retrying short transfers)
 // and calls the request's completion exactly once, on an engine thread, with
 // the bytes transferred (fewer than asked only at end of file for reads) or
@@ -41,11 +41,21 @@ struct IoRequest {
   IoCompletion* completion = nullptr;  // not owned; see IoCompletion
 };
 
+// The default worker count: one per CPU, at most this many.
+inline constexpr unsigned kMaxDefaultWorkers = 8;
+
 struct IoEngineOptions {
-  // Number of io_uring instances, each with its own completion thread.
-  int rings = 2;
-  // Submission queue depth of each ring.
+  // io_uring worker threads, each with its own ring; 0 = one per CPU, at
+  // most kMaxDefaultWorkers.
+  int workers = 0;
+  // Submission queue depth of each worker's ring.
   unsigned queue_depth = 256;
+  // Batch planning (io_plan.h): continuing requests merge up to
+  // merge_bytes, longer ones split into split_bytes pieces (a multiple of
+  // 4096), spread over workers at spread_bytes or more each.
+  size_t merge_bytes = size_t{1} << 20;
+  size_t split_bytes = size_t{1} << 20;
+  size_t spread_bytes = size_t{32} << 10;
   // Use io_uring; when false, or when io_uring is unavailable (disabled by
   // sysctl, seccomp, old kernel), requests run inline in Submit.
   bool use_io_uring = true;
@@ -54,8 +64,7 @@ struct IoEngineOptions {
 class IoEngine {
  public:
   virtual ~IoEngine() = default;
-  // Starts every request of `batch`. Never blocks on I/O itself; it may wait
-  // for room when the engine already holds its maximum of requests in flight.
+  // Starts every request of `batch`. Never blocks on I/O itself.
   virtual void Submit(std::span<const IoRequest> batch) = 0;
   // "io_uring" or "inline": reported in stats so users know the path.
   virtual const char* name() const = 0;

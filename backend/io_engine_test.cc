@@ -43,7 +43,11 @@ std::unique_ptr<IoEngine> MakeEngine(Kind kind) {
   IoEngineOptions options;
   options.use_io_uring = kind == Kind::kUring;
   options.queue_depth = 8;  // small, so the tests exercise a full queue
-  options.rings = 2;
+  options.workers = 2;
+  // Small planning limits, so that short tests merge, split and spread.
+  options.merge_bytes = 64 << 10;
+  options.split_bytes = 16 << 10;
+  options.spread_bytes = 8 << 10;
   return CreateIoEngine(options);
 }
 
@@ -150,6 +154,98 @@ TEST_P(IoEngineTest, ConcurrentBatchesCompleteExactlyOnce) {
   EXPECT_EQ(calls.load(), kBlocks);
   for (const Counting& c : completions) EXPECT_EQ(c.result, int64_t{kBlock});
   EXPECT_EQ(out, data);
+}
+
+// Collects one batch's results.
+struct BatchResults {
+  struct Slot : IoCompletion {
+    std::counting_semaphore<1024>* done = nullptr;
+    int64_t result = INT64_MIN;
+    int calls = 0;
+    void Complete(int64_t r) override {
+      result = r;
+      ++calls;
+      done->release();
+    }
+  };
+  explicit BatchResults(size_t n) : slots(n) {
+    for (Slot& s : slots) s.done = &done;
+  }
+  void Wait() {
+    for (size_t i = 0; i < slots.size(); ++i) done.acquire();
+  }
+  std::counting_semaphore<1024> done{0};
+  std::vector<Slot> slots;
+};
+
+// Continuing requests merge, long ones split, the pieces spread over the
+// workers: each request still gets its own bytes and result, including a
+// unit that runs into end of file and one whose file is unusable.
+TEST_P(IoEngineTest, MergedAndSplitRequestsGetTheirOwnResults) {
+  auto engine = MakeEngine(GetParam());
+  TempFile file;
+  std::vector<char> data(200000);
+  std::mt19937 rng(3);
+  for (char& c : data) c = static_cast<char>(rng());
+  ASSERT_EQ(pwrite(file.fd(), data.data(), data.size(), 0),
+            static_cast<ssize_t>(data.size()));
+
+  std::vector<char> out(400000, 'x');
+  std::vector<IoRequest> batch;
+  BatchResults results(31);  // the requests added below
+  auto add = [&](int fd, size_t buf_off, size_t len, uint64_t off) {
+    const size_t i = batch.size();
+    batch.push_back(
+        {IoOp::kRead, fd, out.data() + buf_off, len, off, &results.slots[i]});
+  };
+  // 24 continuing 4 KiB reads (merge into units of 64 KiB).
+  for (size_t i = 0; i < 24; ++i) add(file.fd(), i * 4096, 4096, i * 4096);
+  // One 100000-byte read (split into 16 KiB pieces).
+  add(file.fd(), 100000, 100000, 50000);
+  // Continuing reads across end of file: full, short, zero, zero.
+  add(file.fd(), 210000, 6000, 190000);
+  add(file.fd(), 216000, 6000, 196000);
+  add(file.fd(), 222000, 6000, 202000);
+  add(file.fd(), 228000, 6000, 208000);
+  // Continuing reads of a descriptor that is not open.
+  add(-1, 300000, 4096, 0);
+  add(-1, 304096, 4096, 4096);
+  ASSERT_EQ(batch.size(), results.slots.size());
+  engine->Submit(batch);
+  results.Wait();
+
+  for (size_t i = 0; i < 24; ++i) {
+    EXPECT_EQ(results.slots[i].result, 4096) << i;
+    EXPECT_EQ(std::memcmp(out.data() + i * 4096, data.data() + i * 4096, 4096),
+              0)
+        << i;
+  }
+  EXPECT_EQ(results.slots[24].result, 100000);
+  EXPECT_EQ(std::memcmp(out.data() + 100000, data.data() + 50000, 100000), 0);
+  EXPECT_EQ(results.slots[25].result, 6000);
+  EXPECT_EQ(results.slots[26].result, 4000);
+  EXPECT_EQ(std::memcmp(out.data() + 210000, data.data() + 190000, 10000), 0);
+  EXPECT_EQ(results.slots[27].result, 0);
+  EXPECT_EQ(results.slots[28].result, 0);
+  EXPECT_EQ(results.slots[29].result, -EBADF);
+  EXPECT_EQ(results.slots[30].result, -EBADF);
+  for (const auto& slot : results.slots) EXPECT_EQ(slot.calls, 1);
+}
+
+// A long write split into pieces lands whole, in order.
+TEST_P(IoEngineTest, SplitWriteLandsWhole) {
+  auto engine = MakeEngine(GetParam());
+  TempFile file;
+  std::vector<char> data(1 << 20);
+  std::mt19937 rng(5);
+  for (char& c : data) c = static_cast<char>(rng());
+  EXPECT_EQ(SubmitAndWait(*engine, IoOp::kWrite, file.fd(), data.data(),
+                          data.size(), 12345),
+            static_cast<int64_t>(data.size()));
+  std::vector<char> back(data.size());
+  ASSERT_EQ(pread(file.fd(), back.data(), back.size(), 12345),
+            static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(back, data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, IoEngineTest,

@@ -168,14 +168,14 @@ absl::Status ServeMount(const DaemonOptions& options,
   RaiseFileLimit();
 
   backend::IoEngineOptions engine_options;
-  engine_options.rings = options.io_rings;
-  engine_options.use_io_uring = options.io_rings > 0;
+  engine_options.workers = options.io_workers;
+  engine_options.use_io_uring = options.io_workers != 0;
   auto local = backend::LocalBackend::Create(options.data_dir, engine_options);
   if (!local.ok()) {
     ready(local.status());
     return local.status();
   }
-  if (!(*local)->engine_fallback_reason().empty() && options.io_rings > 0) {
+  if (!(*local)->engine_fallback_reason().empty() && options.io_workers != 0) {
     LogWarning("io_uring unavailable, using blocking I/O: %s",
                (*local)->engine_fallback_reason());
   }

@@ -21,8 +21,8 @@ const char* MountUsage() {
          "kernel's)\n"
          "  --max-io BYTES        largest read/write request (default "
          "1048576)\n"
-         "  --io-rings N          io_uring instances (default 2; 0: no "
-         "io_uring)\n"
+         "  --io-workers N        io_uring worker threads, a ring each "
+         "(default: one per CPU, at most 8; 0: no io_uring)\n"
          "  --threads N           most FUSE worker threads (default 16)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n";
 }
@@ -70,7 +70,7 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       (arg == "--attr-timeout" ? options.attr_timeout : options.entry_timeout) =
           seconds;
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
-               arg == "--io-rings" || arg == "--threads") {
+               arg == "--io-workers" || arg == "--threads") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -82,8 +82,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
               "--max-io must be between 4096 and 1048576");
         }
         options.max_io = static_cast<unsigned>(n);
-      } else if (arg == "--io-rings") {
-        options.io_rings = n;
+      } else if (arg == "--io-workers") {
+        options.io_workers = n;
       } else {
         if (n < 1) return BadValue(arg, v);
         options.max_threads = n;

@@ -35,8 +35,9 @@ struct DaemonOptions {
   unsigned readahead_kb = 4096;
   // Largest read and write request, in bytes.
   unsigned max_io = 1 << 20;
-  // io_uring instances (each with a completion thread); 0 disables io_uring.
-  int io_rings = 2;
+  // io_uring worker threads, a ring each; -1 = one per CPU (at most 8), 0
+  // disables io_uring.
+  int io_workers = -1;
   // Most threads serving FUSE requests.
   int max_threads = 16;
   // Extra -o options handed to libfuse (comma-separated, may repeat).

@@ -40,7 +40,7 @@ TEST(OptionsTest, AllFlags) {
                         "0",
                         "--max-io",
                         "131072",
-                        "--io-rings",
+                        "--io-workers",
                         "0",
                         "--threads",
                         "4",
@@ -57,7 +57,7 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_DOUBLE_EQ(options->entry_timeout, 0);
   EXPECT_EQ(options->readahead_kb, 0u);
   EXPECT_EQ(options->max_io, 131072u);
-  EXPECT_EQ(options->io_rings, 0);
+  EXPECT_EQ(options->io_workers, 0);
   EXPECT_EQ(options->max_threads, 4);
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }

@@ -1,0 +1,94 @@
+// File: backend/uring_worker.h
+//
+// UringWorker: one thread that owns one io_uring, both its submission and
+// its completion side, so nothing about the ring is shared or locked. Work
+// arrives through a locked hand-off queue; the thread sleeps in
+// io_uring_enter, woken by its I/O completing or by an eventfd poll armed
+// in the same ring when new work is queued.
+//
+// Reads of page-cached data complete inside io_uring_enter, so a worker
+// spends its time copying: several workers copy in parallel, which is what
+// the engine's split and spread (io_plan.h) are for.
+#ifndef FGDS_BACKEND_URING_WORKER_H_
+#define FGDS_BACKEND_URING_WORKER_H_
+
+#include <liburing.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "backend/io_engine.h"
+#include "common/mutex.h"
+
+namespace fgds::backend {
+
+// One transfer. The worker retries short transfers and EAGAIN/EINTR for the
+// remainder and then calls Finish once, on its thread, with the bytes moved
+// (short only at end of file, or when an error follows progress) or -errno.
+class WorkItem {
+ public:
+  WorkItem(IoOp op, int fd, char* buf, size_t len, uint64_t offset)
+      : op_(op), fd_(fd), buf_(buf), len_(len), offset_(offset) {}
+  virtual ~WorkItem() = default;
+  virtual void Finish(int64_t result) = 0;
+
+ private:
+  friend class UringWorker;
+  const IoOp op_;
+  const int fd_;
+  char* const buf_;
+  const size_t len_;
+  const uint64_t offset_;
+  size_t done_ = 0;
+};
+
+class UringWorker {
+ public:
+  // `depth`: submission queue entries, and the most transfers in flight.
+  static absl::StatusOr<std::unique_ptr<UringWorker>> Create(unsigned depth);
+  // Finishes everything queued and in flight, then stops the thread.
+  ~UringWorker();
+  UringWorker(const UringWorker&) = delete;
+  UringWorker& operator=(const UringWorker&) = delete;
+
+  // Hands `items` over (any thread); the worker owns them until Finish.
+  void Enqueue(std::span<WorkItem* const> items);
+
+ private:
+  UringWorker() = default;
+  void Loop();
+  // Takes the hand-off queue; false when stopping and nothing is left.
+  bool TakeQueued();
+  // Fills the submission queue from backlog_, up to depth_ in flight.
+  void PrepBacklog();
+  void PrepItem(io_uring_sqe* sqe, WorkItem* item);
+  void ArmWake();
+  // After a ring failure: fails every item handed over until stopped.
+  void FailForever();
+
+  io_uring uring_;
+  int wake_efd_ = -1;
+  unsigned depth_ = 0;
+  std::thread thread_;
+
+  fgds::Mutex mu_;
+  std::vector<WorkItem*> queue_ ABSL_GUARDED_BY(mu_);
+  // The thread may be asleep in io_uring_enter: Enqueue must signal.
+  bool may_sleep_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  // The worker thread's own.
+  std::deque<WorkItem*> backlog_;
+  std::vector<WorkItem*> taken_;
+  unsigned inflight_ = 0;
+};
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_URING_WORKER_H_

@@ -1,0 +1,58 @@
+#!/bin/bash
+# tests/device/usrbio_bench.sh: issue 3's numbers on the device machine
+# (16 cores, virtio disk) in one call: builds `fgds`, mounts it over a
+# directory of the real disk, and runs `fgds bench` for usrbio against
+# posix and native, 4 KiB random page-cached reads and 1 MiB sequential
+# reads (cold and warm). Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
+#
+# Usage (device tool): carry .deps, run `bash tests/device/usrbio_bench.sh`.
+# Knobs: FGDS_BENCH_SIZE (default 4G), FGDS_IO_WORKERS (daemon default).
+set -u -o pipefail
+OUT=${OUT:-/tmp/fgds-usrbio-out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/usrbio.log") 2>&1
+ROOT=$(pwd)
+BUILD=/tmp/fgds-usrbio-build
+SIZE=${FGDS_BENCH_SIZE:-4G}
+SECONDS=0
+step() { echo "=== [${SECONDS}s] $*"; }
+
+step "machine: $(nproc) cpus, kernel $(uname -r)"
+source tests/device/deps.sh || { echo "dependencies failed"; exit 1; }
+step "build fgds"
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFGDS_BUILD_TESTS=OFF \
+  "${FGDS_CMAKE_DEP_ARGS[@]}" >"$OUT/configure.log" 2>&1 ||
+  { tail -30 "$OUT/configure.log"; exit 1; }
+cmake --build "$BUILD" -j "$(nproc)" --target fgds >"$OUT/build.log" 2>&1 ||
+  { grep -E 'error' "$OUT/build.log" | head -30; exit 1; }
+FGDS=$BUILD/tools/fgds
+
+# A directory on the real disk (tmpfs or overlayfs would hide O_DIRECT).
+DISK=""
+for d in /var/tmp /root /tmp; do
+  if dd if=/dev/zero of="$d/.fgds-probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
+    rm -f "$d/.fgds-probe"; DISK=$d/fgds-usrbio; break
+  fi
+  rm -f "$d/.fgds-probe"
+done
+[ -n "$DISK" ] || { echo "no directory takes O_DIRECT"; exit 1; }
+mkdir -p "$DISK/data" "$DISK/mnt"
+step "mount $DISK/mnt over $DISK/data"
+WORKERS=()
+[ -n "${FGDS_IO_WORKERS:-}" ] && WORKERS=(--io-workers "$FGDS_IO_WORKERS")
+"$FGDS" mount --data "$DISK/data" "${WORKERS[@]}" "$DISK/mnt" || exit 1
+trap '"$FGDS" umount "$DISK/mnt"; rm -rf "$DISK"' EXIT
+
+bench() {
+  local name=$1; shift
+  step "bench $name: $*"
+  timeout 280 "$FGDS" bench --mount "$DISK/mnt" --backing "$DISK/data" \
+    --json "$OUT/usrbio-$name.json" "$@" 2>&1 | grep -vE '^(GB/s|p50|vs base|$)'
+}
+bench rand4k-t1 --size 1G --bs 4K --pattern rand --cache warm --qd 32 --threads 1 \
+  --modes posix,native,usrbio
+bench rand4k-t4 --size 2G --bs 4K --pattern rand --cache warm --qd 32 --threads 4 \
+  --modes posix,native,usrbio
+bench seq1m --size "$SIZE" --bs 1M --pattern seq --cache both --qd 8 --threads 1 \
+  --modes native,posix,usrbio,native-direct,usrbio-direct
+step "done"
