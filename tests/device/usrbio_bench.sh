@@ -49,10 +49,18 @@ bench() {
   timeout 280 "$FGDS" bench --mount "$DISK/mnt" --backing "$DISK/data" \
     --json "$OUT/usrbio-$name.json" "$@" 2>&1 | grep -vE '^(GB/s|p50|vs base|$)'
 }
-bench rand4k-t1 --size 1G --bs 4K --pattern rand --cache warm --qd 32 --threads 1 \
+bench rand4k-t1 --size 512M --bs 4K --pattern rand --cache warm --qd 32 --threads 1 \
   --modes posix,native,usrbio
-bench rand4k-t4 --size 2G --bs 4K --pattern rand --cache warm --qd 32 --threads 4 \
+bench rand4k-t4 --size 1G --bs 4K --pattern rand --cache warm --qd 32 --threads 4 \
   --modes posix,native,usrbio
+# The same single client with deeper queues, and with spinning (the ior's
+# spin_us: the daemon's ring thread and fgds_ior_wait poll before sleeping).
+bench rand4k-t1-qd128 --size 512M --bs 4K --pattern rand --cache warm --qd 128 \
+  --threads 1 --modes posix,usrbio
+FGDS_BENCH_SPIN_US=50 bench rand4k-t1-spin --size 512M --bs 4K --pattern rand \
+  --cache warm --qd 32 --threads 1 --modes posix,usrbio
+FGDS_BENCH_SPIN_US=50 bench rand4k-t1-qd128-spin --size 512M --bs 4K --pattern rand \
+  --cache warm --qd 128 --threads 1 --modes posix,usrbio
 bench seq1m --size "$SIZE" --bs 1M --pattern seq --cache both --qd 8 --threads 1 \
   --modes native,posix,usrbio,native-direct,usrbio-direct
 step "done"
