@@ -14,8 +14,12 @@ bool Continues(const IoRequest& prev, const IoRequest& next) {
 
 }  // namespace
 
-IoPlan PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits) {
-  IoPlan plan;
+void PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits,
+               IoPlan* out) {
+  IoPlan& plan = *out;
+  plan.units.clear();
+  plan.pieces.clear();
+  plan.group_starts.clear();
   const size_t split = std::max<size_t>(limits.split_bytes, 4096);
   uint64_t total_bytes = 0;
   size_t i = 0;
@@ -60,7 +64,6 @@ IoPlan PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits) {
   for (uint32_t g = 0; g <= groups; ++g) {
     plan.group_starts.push_back(static_cast<uint32_t>(n * g / groups));
   }
-  return plan;
 }
 
 UnitOutcome CombinePieces(std::span<const PlannedPiece> pieces,

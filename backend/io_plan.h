@@ -60,9 +60,11 @@ struct IoPlan {
   std::vector<uint32_t> group_starts;
 };
 
-// PlanBatch plans `batch` (requests with len 0 become a unit of one empty
-// piece, so every request still completes through the engine).
-IoPlan PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits);
+// PlanBatch plans `batch` into *plan, replacing what it held (callers
+// reuse one plan to keep its capacity). Requests with len 0 become a unit of
+// one empty piece, so every request still completes through the engine.
+void PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits,
+               IoPlan* plan);
 
 // What a unit moved, from its pieces' results in file order (each bytes or
 // -errno): the bytes up to the first short or failed piece, and that

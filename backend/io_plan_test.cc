@@ -27,7 +27,8 @@ PlanLimits Limits(size_t merge, size_t split, size_t spread, int workers) {
 TEST(IoPlanTest, ContinuingRequestsMergeUpToTheLimit) {
   std::vector<IoRequest> batch;
   for (int i = 0; i < 6; ++i) batch.push_back(Req(3, i * 4096, 4096, i * 4096));
-  IoPlan plan = PlanBatch(batch, Limits(16384, 1 << 20, 1 << 30, 4));
+  IoPlan plan;
+  PlanBatch(batch, Limits(16384, 1 << 20, 1 << 30, 4), &plan);
   ASSERT_EQ(plan.units.size(), 2u);
   EXPECT_EQ(plan.units[0].requests, 4u);
   EXPECT_EQ(plan.units[1].first_request, 4u);
@@ -47,7 +48,8 @@ TEST(IoPlanTest, OnlyTrueContinuationsMerge) {
       Req(4, 24096, 4096, 20480, IoOp::kWrite),  // other op
       Req(4, 28192, 0, 24576),                   // empty
   };
-  IoPlan plan = PlanBatch(batch, Limits(1 << 20, 1 << 20, 1 << 30, 4));
+  IoPlan plan;
+  PlanBatch(batch, Limits(1 << 20, 1 << 20, 1 << 30, 4), &plan);
   EXPECT_EQ(plan.units.size(), batch.size());
   EXPECT_EQ(plan.pieces.size(), batch.size());
   EXPECT_EQ(plan.pieces.back().len, 0u);
@@ -55,7 +57,8 @@ TEST(IoPlanTest, OnlyTrueContinuationsMerge) {
 
 TEST(IoPlanTest, LongRequestsSplitAtTheLimit) {
   std::vector<IoRequest> batch = {Req(3, 0, 10000, 8192)};
-  IoPlan plan = PlanBatch(batch, Limits(1 << 20, 4096, 1 << 30, 4));
+  IoPlan plan;
+  PlanBatch(batch, Limits(1 << 20, 4096, 1 << 30, 4), &plan);
   ASSERT_EQ(plan.units.size(), 1u);
   ASSERT_EQ(plan.pieces.size(), 3u);
   EXPECT_EQ(plan.pieces[0].offset, 8192u);
@@ -70,17 +73,18 @@ TEST(IoPlanTest, PiecesSpreadByBytesAndWorkers) {
   for (int i = 0; i < 32; ++i)
     batch.push_back(Req(3, i * 8192, 4096, i * 8192));
   // 32 KiB per group -> 4 groups, though 8 workers.
-  IoPlan plan = PlanBatch(batch, Limits(1 << 20, 1 << 20, 32 << 10, 8));
+  IoPlan plan;
+  PlanBatch(batch, Limits(1 << 20, 1 << 20, 32 << 10, 8), &plan);
   EXPECT_EQ(plan.group_starts, (std::vector<uint32_t>{0, 8, 16, 24, 32}));
   // Two workers cap it at two groups.
-  plan = PlanBatch(batch, Limits(1 << 20, 1 << 20, 32 << 10, 2));
+  PlanBatch(batch, Limits(1 << 20, 1 << 20, 32 << 10, 2), &plan);
   EXPECT_EQ(plan.group_starts, (std::vector<uint32_t>{0, 16, 32}));
   // Little data: one group.
-  plan = PlanBatch(std::span(batch).first(3),
-                   Limits(1 << 20, 1 << 20, 32 << 10, 8));
+  PlanBatch(std::span(batch).first(3), Limits(1 << 20, 1 << 20, 32 << 10, 8),
+            &plan);
   EXPECT_EQ(plan.group_starts, (std::vector<uint32_t>{0, 3}));
   // Never more groups than pieces.
-  plan = PlanBatch(std::span(batch).first(1), Limits(1 << 20, 1 << 20, 1, 8));
+  PlanBatch(std::span(batch).first(1), Limits(1 << 20, 1 << 20, 1, 8), &plan);
   EXPECT_EQ(plan.group_starts, (std::vector<uint32_t>{0, 1}));
 }
 

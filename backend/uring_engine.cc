@@ -107,8 +107,11 @@ UringEngine::~UringEngine() {
 
 void UringEngine::Submit(std::span<const IoRequest> batch) {
   if (batch.empty()) return;
-  const IoPlan plan = PlanBatch(batch, limits_);
-  std::vector<WorkItem*> items(plan.pieces.size());
+  // Per-thread scratch: a submitting thread reuses its capacity.
+  thread_local IoPlan plan;
+  thread_local std::vector<WorkItem*> items;
+  PlanBatch(batch, limits_, &plan);
+  items.resize(plan.pieces.size());
   for (const PlannedUnit& u : plan.units) {
     if (u.requests == 1 && u.pieces == 1) {
       items[u.first_piece] = new RequestItem(plan.pieces[u.first_piece],

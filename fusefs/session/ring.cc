@@ -37,27 +37,57 @@ void Drain(int efd) {
   (void)!read(efd, &count, sizeof(count));
 }
 
-// One engine request of a ring. Deletes itself when complete.
-class RingOp : public backend::IoCompletion {
+// The engine requests of one Dispatch, in one allocation: one reference to
+// the ring and to each iov and file the entries use (not one per entry),
+// deleted by the last completion.
+class RingBatch {
  public:
-  RingOp(std::shared_ptr<Ring> ring, uint64_t userdata, uint32_t tag,
-         CheckedIo io)
-      : ring_(std::move(ring)),
-        userdata_(userdata),
-        tag_(tag),
-        io_(std::move(io)) {}
-  const CheckedIo& io() const { return io_; }
-  void Complete(int64_t result) override {
-    ring_->Post(userdata_, tag_, result, io_.path);
-    ring_->Retire();
-    delete this;  // drops the iov, file and ring references last
+  class Op : public backend::IoCompletion {
+   public:
+    void Complete(int64_t result) override {
+      batch->ring_->Post(userdata, tag, result, path);
+      batch->ring_->Retire();
+      batch->OpDone();
+    }
+    RingBatch* batch = nullptr;
+    uint64_t userdata = 0;
+    uint32_t tag = 0;
+    uint32_t path = FGDS_PATH_NONE;
+  };
+
+  RingBatch(std::shared_ptr<Ring> ring, uint32_t capacity)
+      : ring_(std::move(ring)), ops_(capacity) {}
+
+  // Adds a checked entry; returns its completion. REQUIRES: the registry
+  // lock (io's references are the registry's entries).
+  Op* Add(const fgds_sqe& sqe, const CheckedIo& io) {
+    Op& op = ops_[used_++];
+    op.batch = this;
+    op.userdata = sqe.userdata;
+    op.tag = sqe.tag;
+    op.path = io.path;
+    // Consecutive entries mostly share their iov and file: keep each once
+    // per run (a repeat later in the batch only costs a copy).
+    if (iovs_.empty() || iovs_.back() != *io.iov) iovs_.push_back(*io.iov);
+    if (files_.empty() || files_.back() != *io.file) files_.push_back(*io.file);
+    return &op;
   }
+  uint32_t used() const { return used_; }
+  // Called once all Adds are done, before the engine sees any request.
+  void Arm() { remaining_.store(used_, std::memory_order_relaxed); }
 
  private:
-  std::shared_ptr<Ring> ring_;
-  uint64_t userdata_;
-  uint32_t tag_;
-  CheckedIo io_;
+  void OpDone() {
+    // acq_rel: every op's use of the batch happens before the delete.
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  const std::shared_ptr<Ring> ring_;
+  std::vector<Op> ops_;  // sized once: completions point into it
+  uint32_t used_ = 0;
+  std::vector<std::shared_ptr<SharedMemory>> iovs_;
+  std::vector<std::shared_ptr<RegisteredFile>> files_;
+  std::atomic<uint32_t> remaining_{0};
 };
 
 }  // namespace
@@ -246,48 +276,45 @@ void Ring::Sleep(uint64_t deadline_ns, uint32_t seen_tail) {
 }
 
 void Ring::Dispatch(uint32_t count) {
-  std::vector<fgds_sqe> sqes(count);
+  if (sqe_copies_.size() < count) sqe_copies_.resize(count);
   for (uint32_t i = 0; i < count; ++i) {
     // The one read of each slot: validation and I/O use only this copy.
-    memcpy(&sqes[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
+    memcpy(&sqe_copies_[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
            sizeof(fgds_sqe));
   }
   sq_head_ += count;
   // Release: the copies above are done before the client may refill.
   fgds_store_release(&header_->sq_head.value, sq_head_);
 
-  std::vector<backend::IoRequest> requests;
-  struct Failed {
-    uint64_t userdata;
-    uint32_t tag;
-    int err;
-  };
-  std::vector<Failed> failed;
-  requests.reserve(count);
-  std::shared_ptr<Ring> self = shared_from_this();
+  auto* batch = new RingBatch(shared_from_this(), count);
+  requests_.clear();
+  failed_.clear();
   {
     fgds::ReaderMutexLock lock(&registry_->mu());
-    for (const fgds_sqe& sqe : sqes) {
+    for (uint32_t i = 0; i < count; ++i) {
+      const fgds_sqe& sqe = sqe_copies_[i];
       CheckedIo io;
       int err = CheckSqe(sqe, *registry_, flags_, &io);
       if (err != 0) {
-        failed.push_back({sqe.userdata, sqe.tag, err});
+        failed_.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
-      auto* op = new RingOp(self, sqe.userdata, sqe.tag, std::move(io));
-      const CheckedIo& checked = op->io();
-      requests.push_back(backend::IoRequest{
-          checked.write ? backend::IoOp::kWrite : backend::IoOp::kRead,
-          checked.fd, checked.buf, checked.len, checked.offset, op});
+      requests_.push_back(backend::IoRequest{
+          io.write ? backend::IoOp::kWrite : backend::IoOp::kRead, io.fd,
+          io.buf, io.len, io.offset, batch->Add(sqe, io)});
     }
   }
-  // Counted before the engine can complete any of them.
-  inflight_.fetch_add(static_cast<uint32_t>(requests.size()),
-                      std::memory_order_relaxed);
-  for (const Failed& f : failed) {
+  for (const Failed& f : failed_)
     Post(f.userdata, f.tag, f.err, FGDS_PATH_NONE);
+  if (requests_.empty()) {
+    delete batch;
+    return;
   }
-  engine_->Submit(requests);
+  batch->Arm();
+  // Counted before the engine can complete any of them.
+  inflight_.fetch_add(static_cast<uint32_t>(requests_.size()),
+                      std::memory_order_relaxed);
+  engine_->Submit(requests_);
 }
 
 void Ring::WorkerLoop() {

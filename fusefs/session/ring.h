@@ -16,9 +16,9 @@
 // block (they are its objects), and then only its own worker waits, never
 // an engine thread that serves everyone.
 //
-// Lifetime: each I/O in flight holds a shared_ptr to the Ring (and to its
-// iov and file), so Stop() returns at once and the mapping and descriptors
-// go away when the last completion is posted.
+// Lifetime: each batch of I/O in flight holds a shared_ptr to the Ring (and
+// to the iovs and files it uses), so Stop() returns at once and the mapping
+// and descriptors go away when the last completion is posted.
 //
 // Thread safety: Start/Stop from the owning session thread; the rest is
 // internal.
@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "backend/io_engine.h"
@@ -99,7 +100,16 @@ class Ring : public std::enable_shared_from_this<Ring> {
   backend::IoEngine* const engine_;
 
   uint32_t sq_head_ = 0;  // worker only
-  fgds::Mutex cq_mu_;     // orders posts from many engine threads
+  // Dispatch's scratch space, kept between calls (worker only).
+  struct Failed {
+    uint64_t userdata;
+    uint32_t tag;
+    int err;
+  };
+  std::vector<fgds_sqe> sqe_copies_;
+  std::vector<backend::IoRequest> requests_;
+  std::vector<Failed> failed_;
+  fgds::Mutex cq_mu_;  // orders posts from many engine threads
   uint32_t cq_tail_ ABSL_GUARDED_BY(cq_mu_) = 0;
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> notify_pending_{false};

@@ -9,8 +9,7 @@ namespace fgds::session {
 
 int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
              CheckedIo* out) {
-  if (sqe.reserved0 != 0 ||
-      (sqe.flags & ~FGDS_SQE_VALID_FLAGS) != 0) {
+  if (sqe.reserved0 != 0 || (sqe.flags & ~FGDS_SQE_VALID_FLAGS) != 0) {
     return -EINVAL;
   }
   if (sqe.opcode != FGDS_OP_READ && sqe.opcode != FGDS_OP_WRITE) {
@@ -47,8 +46,8 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
   out->len = sqe.len;
   out->offset = sqe.file_offset;
   out->path = direct ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE;
-  out->iov = *iov;
-  out->file = *file;
+  out->iov = iov;
+  out->file = file;
   return 0;
 }
 

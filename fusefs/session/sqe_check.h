@@ -31,9 +31,10 @@ struct CheckedIo {
   uint64_t len = 0;
   uint64_t offset = 0;
   uint32_t path = FGDS_PATH_NONE;  // FGDS_PATH_DIRECT or _PAGE_CACHE
-  // Keep the memory and the descriptors alive while the I/O runs.
-  std::shared_ptr<SharedMemory> iov;
-  std::shared_ptr<RegisteredFile> file;
+  // The registry's entries, valid while its lock is held: the caller copies
+  // them to keep the memory and the descriptors alive while the I/O runs.
+  const std::shared_ptr<SharedMemory>* iov = nullptr;
+  const std::shared_ptr<RegisteredFile>* file = nullptr;
 };
 
 // Returns 0 and fills *out, or:

@@ -6,7 +6,8 @@
 # reads (cold and warm). Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
 #
 # Usage (device tool): carry .deps, run `bash tests/device/usrbio_bench.sh`.
-# Knobs: FGDS_BENCH_SIZE (default 4G), FGDS_IO_WORKERS (daemon default).
+# Knobs: FGDS_BENCH_SIZE (default 4G), FGDS_IO_WORKERS (daemon default),
+# FGDS_SKIP_SEQ=1 (4 KiB random only).
 set -u -o pipefail
 OUT=${OUT:-/tmp/fgds-usrbio-out}
 mkdir -p "$OUT"
@@ -61,6 +62,7 @@ FGDS_BENCH_SPIN_US=50 bench rand4k-t1-spin --size 512M --bs 4K --pattern rand \
   --cache warm --qd 32 --threads 1 --modes posix,usrbio
 FGDS_BENCH_SPIN_US=50 bench rand4k-t1-qd128-spin --size 512M --bs 4K --pattern rand \
   --cache warm --qd 128 --threads 1 --modes posix,usrbio
-bench seq1m --size "$SIZE" --bs 1M --pattern seq --cache both --qd 8 --threads 1 \
+[ "${FGDS_SKIP_SEQ:-0}" = 1 ] ||
+  bench seq1m --size "$SIZE" --bs 1M --pattern seq --cache both --qd 8 --threads 1 \
   --modes native,posix,usrbio,native-direct,usrbio-direct
 step "done"

@@ -57,16 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (ret != -EINVAL && ret != -EBADF && ret != -EACCES) abort();
       continue;
     }
-    const char* base = io.iov->base();
-    if (io.buf < base || io.len == 0 || io.len > io.iov->size() ||
-        static_cast<uint64_t>(io.buf - base) > io.iov->size() - io.len) {
+    const char* base = (*io.iov)->base();
+    if (io.buf < base || io.len == 0 || io.len > (*io.iov)->size() ||
+        static_cast<uint64_t>(io.buf - base) > (*io.iov)->size() - io.len) {
       abort();  // outside the iov
     }
     if (io.offset > static_cast<uint64_t>(INT64_MAX) - io.len) abort();
-    if (io.write ? !io.file->writable : !io.file->readable) abort();
+    if (io.write ? !(*io.file)->writable : !(*io.file)->readable) abort();
     if (io.path == FGDS_PATH_DIRECT &&
         (reinterpret_cast<uintptr_t>(io.buf) % 4096 || io.offset % 4096 ||
-         io.len % 4096 || ring_flags != 0 || io.fd != io.file->direct_fd)) {
+         io.len % 4096 || ring_flags != 0 || io.fd != (*io.file)->direct_fd)) {
       abort();  // direct I/O that the kernel would refuse
     }
   }
