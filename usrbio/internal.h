@@ -38,6 +38,33 @@ int Exchange(fgds_session* session, uint16_t type, const void* payload,
 // Unregister sends an *_UNREGISTER message for `id`.
 int Unregister(fgds_session* session, uint16_t type, uint32_t id);
 
+// Ring helpers (ior.cc) that the GPU stager shares with the host path.
+// REQUIRES for the SQ ones: the caller is the ior's only SQ producer for the
+// duration (its submitting thread, or anyone holding the stager's lock).
+
+uint64_t NowNs();
+// PrepSqe copies `sqe` into the next free SQ slot, unpublished; -EAGAIN
+// when the SQ is full or in_flight has reached the CQ size.
+int PrepSqe(fgds_ior* ior, const fgds_sqe& sqe);
+// PublishPrepared publishes every prepared SQE (release) and returns the
+// count; the caller kicks the daemon.
+uint32_t PublishPrepared(fgds_ior* ior);
+// KickIfSleeping writes the submit eventfd if the daemon's worker sleeps.
+void KickIfSleeping(fgds_ior* ior);
+// SleepForCompletions sleeps on the completion eventfd (after announcing
+// it: no lost wakeup) until completions may be ready or `deadline_ns`
+// passed. 0, -ENOTCONN (the daemon is gone) or -errno. Reaping thread only.
+int SleepForCompletions(fgds_ior* ior, uint64_t deadline_ns);
+
+// in_flight is updated by both the submitting and the reaping thread.
+inline void AddInFlight(fgds_ior* ior, int32_t delta) {
+  __atomic_fetch_add(&ior->in_flight, static_cast<uint32_t>(delta),
+                     __ATOMIC_RELAXED);
+}
+inline uint32_t InFlight(const fgds_ior* ior) {
+  return __atomic_load_n(&ior->in_flight, __ATOMIC_RELAXED);
+}
+
 }  // namespace fgds::usrbio
 
 #endif  // FGDS_USRBIO_INTERNAL_H_

@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
+#include "usrbio/gpu/gpu_iov.h"
+#include "usrbio/gpu/stager.h"
 #include "usrbio/internal.h"
 
 namespace fgds::usrbio {
@@ -19,13 +22,6 @@ namespace {
 
 constexpr uint32_t kDefaultEntries = 256;
 constexpr uint32_t kDefaultTimeoutUs = 100;
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
 
 bool ParamsValid(const fgds_ior_params& p) {
   for (uint64_t r : p.reserved) {
@@ -48,6 +44,15 @@ void WriteHeader(fgds_ring_header* h, const fgds_ring_layout& layout) {
   h->total_size = layout.total_size;
 }
 
+}  // namespace
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // Wakes the daemon's worker if it sleeps. The full fence pairs with the
 // worker's (set NEED_WAKEUP; fence; re-read sq_tail): either it sees our new
 // tail or we see its flag.
@@ -60,7 +65,66 @@ void KickIfSleeping(fgds_ior* ior) {
   }
 }
 
-}  // namespace
+int PrepSqe(fgds_ior* ior, const fgds_sqe& sqe) {
+  fgds_ring_header* ring = ior->ring;
+  const uint32_t tail =
+      fgds_load_relaxed(&ring->sq_tail.value) + ior->sq_pending;
+  // Acquire: the daemon released these slots after copying them out.
+  if (tail - fgds_load_acquire(&ring->sq_head.value) >= ior->sq_entries ||
+      InFlight(ior) >= ior->cq_entries) {
+    return -EAGAIN;
+  }
+  ior->sqes[tail & (ior->sq_entries - 1)] = sqe;
+  // sq_pending: written by the submitting thread only; atomic because
+  // fgds_ior_wait reads it on the reaping thread.
+  __atomic_store_n(&ior->sq_pending, ior->sq_pending + 1, __ATOMIC_RELAXED);
+  AddInFlight(ior, 1);
+  return 0;
+}
+
+uint32_t PublishPrepared(fgds_ior* ior) {
+  const uint32_t n = ior->sq_pending;
+  if (n == 0) return 0;
+  uint32_t* tail = &ior->ring->sq_tail.value;
+  // Release: the SQE contents written by prep are visible to the daemon
+  // before it can see the new tail.
+  fgds_store_release(tail, fgds_load_relaxed(tail) + n);
+  __atomic_store_n(&ior->sq_pending, 0u, __ATOMIC_RELAXED);
+  return n;
+}
+
+int SleepForCompletions(fgds_ior* ior, uint64_t deadline_ns) {
+  fgds_ring_header* ring = ior->ring;
+  const uint32_t sticky =
+      fgds_load_relaxed(&ring->cq_head.flags) & FGDS_RING_CQ_ALWAYS_NOTIFY;
+  // Announce that we sleep, then re-check: the fence pairs with the
+  // daemon's (publish cq_tail; fence; read CQ flags), so either it sees
+  // CQ_WAITING and writes the eventfd, or we see its completions.
+  fgds_store_relaxed(&ring->cq_head.flags, sticky | FGDS_RING_CQ_WAITING);
+  fgds_full_fence();
+  int result = 0;
+  if (fgds_load_acquire(&ring->cq_tail.value) ==
+      fgds_load_relaxed(&ring->cq_head.value)) {
+    pollfd fds[2] = {{ior->complete_efd, POLLIN, 0},
+                     {ior->session->sock, POLLRDHUP, 0}};
+    const uint64_t now = NowNs();
+    const uint64_t left_ns = deadline_ns > now ? deadline_ns - now : 0;
+    timespec ts = {static_cast<time_t>(left_ns / 1000000000u),
+                   static_cast<long>(left_ns % 1000000000u)};
+    int ret = ppoll(fds, 2, deadline_ns == UINT64_MAX ? nullptr : &ts, nullptr);
+    if (ret < 0 && errno != EINTR) result = -errno;
+    if (ret > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t count;
+      (void)!read(ior->complete_efd, &count, sizeof(count));
+    }
+    if (ret > 0 && (fds[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+      result = -ENOTCONN;
+    }
+  }
+  fgds_store_relaxed(&ring->cq_head.flags, sticky);
+  return result;
+}
+
 }  // namespace fgds::usrbio
 
 using fgds::usrbio::ErrnoSaver;
@@ -149,6 +213,8 @@ close_memfd:
 extern "C" int fgds_ior_destroy(struct fgds_ior* ior) noexcept {
   ErrnoSaver saver;
   if (ior == nullptr || ior->session == nullptr) return -EINVAL;
+  delete fgds::usrbio::gpu::StagerOf(ior);
+  ior->gpu = nullptr;
   int ret =
       fgds::usrbio::Unregister(ior->session, FGDS_MSG_IOR_UNREGISTER, ior->id);
   munmap(ior->ring, ior->map_size);
@@ -164,6 +230,7 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
                             uint32_t opcode, uint32_t sqe_flags, void* buf,
                             int fd_id, uint64_t file_offset, uint64_t len,
                             uint64_t userdata) noexcept {
+  using fgds::usrbio::gpu::Stager;
   if (ior == nullptr || iov == nullptr || iov->session != ior->session) {
     return -EINVAL;
   }
@@ -178,40 +245,39 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
       len > iov->size - (start - base)) {
     return -EINVAL;
   }
-  fgds_ring_header* ring = ior->ring;
-  const uint32_t tail =
-      fgds_load_relaxed(&ring->sq_tail.value) + ior->sq_pending;
-  // Acquire: the daemon released these slots after copying them out.
-  if (tail - fgds_load_acquire(&ring->sq_head.value) >= ior->sq_entries ||
-      ior->in_flight >= ior->cq_entries) {
-    return -EAGAIN;
+  Stager* stager = fgds::usrbio::gpu::StagerOf(ior);
+  if (iov->gpu != nullptr) {
+    if (stager == nullptr) {
+      // The first GPU entry of this ior. Only the submitting thread gets
+      // here; the release store publishes the stager to the reaping thread,
+      // and from now on both go through its lock.
+      stager = new (std::nothrow) Stager(ior);
+      if (stager == nullptr) return -ENOMEM;
+      __atomic_store_n(&ior->gpu, static_cast<void*>(stager), __ATOMIC_RELEASE);
+    }
+    return stager->PrepGpu(iov, opcode, sqe_flags, start, fd_id, file_offset,
+                           len, userdata);
   }
-  fgds_sqe* sqe = &ior->sqes[tail & (ior->sq_entries - 1)];
-  sqe->opcode = static_cast<uint8_t>(opcode);
-  sqe->flags = static_cast<uint8_t>(sqe_flags);
-  sqe->reserved0 = 0;
-  sqe->iov_id = iov->id;
-  sqe->fd_id = static_cast<uint32_t>(fd_id);
-  sqe->tag = 0;
-  sqe->iov_offset = start - base;
-  sqe->file_offset = file_offset;
-  sqe->len = len;
-  sqe->userdata = userdata;
-  ++ior->sq_pending;
-  ++ior->in_flight;
-  return 0;
+  fgds_sqe sqe = {};
+  sqe.opcode = static_cast<uint8_t>(opcode);
+  sqe.flags = static_cast<uint8_t>(sqe_flags);
+  sqe.iov_id = iov->id;
+  sqe.fd_id = static_cast<uint32_t>(fd_id);
+  sqe.tag = 0;
+  sqe.iov_offset = start - base;
+  sqe.file_offset = file_offset;
+  sqe.len = len;
+  sqe.userdata = userdata;
+  if (stager != nullptr) return stager->PrepHost(sqe);
+  return fgds::usrbio::PrepSqe(ior, sqe);
 }
 
 extern "C" int fgds_ior_submit(struct fgds_ior* ior) noexcept {
   ErrnoSaver saver;
   if (ior == nullptr || ior->ring == nullptr) return -EINVAL;
-  const uint32_t n = ior->sq_pending;
+  if (auto* stager = fgds::usrbio::gpu::StagerOf(ior)) return stager->Submit();
+  const uint32_t n = fgds::usrbio::PublishPrepared(ior);
   if (n == 0) return 0;
-  uint32_t* tail = &ior->ring->sq_tail.value;
-  // Release: the SQE contents written by prep are visible to the daemon
-  // before it can see the new tail.
-  fgds_store_release(tail, fgds_load_relaxed(tail) + n);
-  ior->sq_pending = 0;
   fgds::usrbio::KickIfSleeping(ior);
   return static_cast<int>(n);
 }
@@ -221,19 +287,33 @@ extern "C" int fgds_ior_peek(struct fgds_ior* ior, struct fgds_cqe* cqes,
   if (ior == nullptr || ior->ring == nullptr || (cqes == nullptr && max)) {
     return -EINVAL;
   }
+  if (auto* stager = fgds::usrbio::gpu::StagerOf(ior)) {
+    ErrnoSaver saver;
+    return stager->Peek(cqes, max);
+  }
   fgds_ring_header* ring = ior->ring;
   const uint32_t head = fgds_load_relaxed(&ring->cq_head.value);
   // Acquire: CQE contents the daemon wrote before publishing the tail.
   const uint32_t tail = fgds_load_acquire(&ring->cq_tail.value);
   uint32_t n = std::min<uint32_t>(tail - head, max);
   n = std::min(n, ior->cq_entries);
-  for (uint32_t i = 0; i < n; ++i) {
-    cqes[i] = ior->cqes[(head + i) & (ior->cq_entries - 1)];
+  uint32_t i = 0;
+  for (; i < n; ++i) {
+    const fgds_cqe& cqe = ior->cqes[(head + i) & (ior->cq_entries - 1)];
+    // A stager chunk's completion: the submitting thread created the
+    // stager after this call looked (it is published before any chunk
+    // entry). Leave it for the next call, which goes through the stager.
+    if (cqe.tag == fgds::usrbio::gpu::kStagerTag &&
+        fgds::usrbio::gpu::StagerOf(ior) != nullptr) {
+      break;
+    }
+    cqes[i] = cqe;
   }
+  n = i;
   if (n == 0) return 0;
   // Release: our reads of the slots finish before the daemon may reuse them.
   fgds_store_release(&ring->cq_head.value, head + n);
-  ior->in_flight -= std::min(n, ior->in_flight);
+  fgds::usrbio::AddInFlight(ior, -static_cast<int32_t>(n));
   // The daemon may be waiting for CQ room with submissions pending.
   if (fgds_load_relaxed(&ring->sq_tail.value) !=
       fgds_load_acquire(&ring->sq_head.value)) {
@@ -247,8 +327,12 @@ extern "C" int fgds_ior_wait(struct fgds_ior* ior, struct fgds_cqe* cqes,
                              unsigned max, unsigned min,
                              int64_t timeout_us) noexcept {
   ErrnoSaver saver;
-  if (ior == nullptr || ior->ring == nullptr || min > max ||
-      min > ior->in_flight - ior->sq_pending) {
+  if (ior == nullptr || ior->ring == nullptr || min > max) return -EINVAL;
+  if (auto* stager = fgds::usrbio::gpu::StagerOf(ior)) {
+    return stager->Wait(cqes, max, min, timeout_us);
+  }
+  if (min > fgds::usrbio::InFlight(ior) -
+                __atomic_load_n(&ior->sq_pending, __ATOMIC_RELAXED)) {
     return -EINVAL;
   }
   int got = fgds_ior_peek(ior, cqes, max);
@@ -259,8 +343,6 @@ extern "C" int fgds_ior_wait(struct fgds_ior* ior, struct fgds_cqe* cqes,
       timeout_us < 0 ? UINT64_MAX
                      : start + static_cast<uint64_t>(timeout_us) * 1000;
   const uint64_t spin_end = start + uint64_t{ior->spin_us} * 1000;
-  const uint32_t sticky =
-      fgds_load_relaxed(&ring->cq_head.flags) & FGDS_RING_CQ_ALWAYS_NOTIFY;
   auto ready = [&] {
     return fgds_load_acquire(&ring->cq_tail.value) !=
            fgds_load_relaxed(&ring->cq_head.value);
@@ -271,37 +353,15 @@ extern "C" int fgds_ior_wait(struct fgds_ior* ior, struct fgds_cqe* cqes,
     if (now < spin_end) {
       if (!ready()) continue;
     } else {
-      // Announce that we sleep, then re-check: the fence pairs with the
-      // daemon's (publish cq_tail; fence; read CQ flags), so either it sees
-      // CQ_WAITING and writes the eventfd, or we see its completions.
-      fgds_store_relaxed(&ring->cq_head.flags, sticky | FGDS_RING_CQ_WAITING);
-      fgds_full_fence();
-      if (!ready()) {
-        // The socket is watched with the eventfd: a daemon that died can
-        // never write the eventfd, but its end of the socket closes.
-        pollfd fds[2] = {{ior->complete_efd, POLLIN, 0},
-                         {ior->session->sock, POLLRDHUP, 0}};
-        const uint64_t left_ns = deadline - now;
-        timespec ts = {static_cast<time_t>(left_ns / 1000000000u),
-                       static_cast<long>(left_ns % 1000000000u)};
-        int ret =
-            ppoll(fds, 2, deadline == UINT64_MAX ? nullptr : &ts, nullptr);
-        if (ret < 0 && errno != EINTR) {
-          fgds_store_relaxed(&ring->cq_head.flags, sticky);
-          return got > 0 ? got : -errno;
-        }
-        if (ret > 0 && (fds[0].revents & POLLIN)) {
-          uint64_t count;
-          (void)!read(ior->complete_efd, &count, sizeof(count));
-        }
-        if (ret > 0 && (fds[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
-          fgds_store_relaxed(&ring->cq_head.flags, sticky);
-          int last = fgds_ior_peek(ior, cqes + got, max - got);
-          got += last > 0 ? last : 0;
-          return static_cast<unsigned>(got) >= min ? got : -ENOTCONN;
-        }
+      // The socket is watched with the eventfd: a daemon that died can
+      // never write the eventfd, but its end of the socket closes.
+      int ret = fgds::usrbio::SleepForCompletions(ior, deadline);
+      if (ret == -ENOTCONN) {
+        int last = fgds_ior_peek(ior, cqes + got, max - got);
+        got += last > 0 ? last : 0;
+        return static_cast<unsigned>(got) >= min ? got : -ENOTCONN;
       }
-      fgds_store_relaxed(&ring->cq_head.flags, sticky);
+      if (ret < 0) return got > 0 ? got : ret;
     }
     int more = fgds_ior_peek(ior, cqes + got, max - got);
     if (more > 0) got += more;

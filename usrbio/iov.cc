@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "usrbio/gpu/gpu_iov.h"
 #include "usrbio/internal.h"
 
 namespace fgds::usrbio {
@@ -83,6 +84,7 @@ extern "C" int fgds_iov_create(struct fgds_session* session,
   iov->id = id;
   iov->memfd = memfd;
   iov->session = session;
+  iov->gpu = nullptr;
   return 0;
 
 unmap:
@@ -95,6 +97,7 @@ close_memfd:
 extern "C" int fgds_iov_destroy(struct fgds_iov* iov) noexcept {
   ErrnoSaver saver;
   if (iov == nullptr || iov->session == nullptr) return -EINVAL;
+  if (iov->gpu != nullptr) return fgds::usrbio::gpu::DestroyGpuIov(iov);
   // Unmap here even if the daemon is gone: our mapping is ours to drop.
   int ret =
       fgds::usrbio::Unregister(iov->session, FGDS_MSG_IOV_UNREGISTER, iov->id);

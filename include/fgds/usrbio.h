@@ -92,6 +92,9 @@ struct fgds_iov {
   uint32_t id; /* the daemon's id for it in this session */
   int memfd;
   struct fgds_session* session;
+  /* GPU iovs (fgds_iov_wrap_gpu): the library's state; NULL for host iovs.
+   * base is then the device address and memfd the staging memory's. */
+  void* gpu;
 };
 
 /* fgds_iov_create makes a memfd of params->size bytes (sealed against
@@ -103,6 +106,63 @@ int fgds_iov_create(struct fgds_session* session, struct fgds_iov* iov,
  * it (the daemon keeps its mapping until its own in-flight I/O ends, but
  * this process's mapping goes away). */
 int fgds_iov_destroy(struct fgds_iov* iov) FGDS_NOEXCEPT;
+
+/* ---- GPU iovs (bounce path) ------------------------------------------- */
+
+/* fgds_iov_gpu_params.flags */
+/* Retain device `device`'s primary context (released by fgds_iov_destroy)
+ * instead of using the context current on the calling thread. */
+#define FGDS_IOV_GPU_PRIMARY_CTX 1u
+#define FGDS_IOV_GPU_VALID_FLAGS (FGDS_IOV_GPU_PRIMARY_CTX)
+
+#define FGDS_IOV_GPU_DEFAULT_STAGING (64ull << 20)
+#define FGDS_IOV_GPU_DEFAULT_CHUNK (2u << 20)
+#define FGDS_IOV_GPU_MAX_CHUNK (64u << 20)
+#define FGDS_IOV_GPU_MAX_STAGING (16ull << 30)
+
+struct fgds_iov_gpu_params {
+  /* Pinned host staging memory for this iov, bytes: 0 = 64 MiB. Rounded up
+   * to a multiple of chunk_bytes; at least one chunk, at most 16 GiB. It
+   * bounds the memory the iov's I/O ever uses, whatever is queued. */
+  uint64_t staging_bytes;
+  /* The unit of pipelining: 0 = 2 MiB; a multiple of 4096, <= 64 MiB. */
+  uint32_t chunk_bytes;
+  uint32_t flags; /* FGDS_IOV_GPU_* */
+  int32_t device; /* with FGDS_IOV_GPU_PRIMARY_CTX: the CUDA ordinal */
+  uint32_t reserved0;
+  uint64_t reserved[4];
+};
+
+/* fgds_iov_wrap_gpu makes `iov` stand for `size` bytes of device memory at
+ * `dev_ptr`: any part of an allocation (cuMemAlloc, cudaMalloc, a tensor
+ * inside a caching allocator's block), never crossing its end. iov->base is
+ * dev_ptr and iov->size is size; fgds_prep_io then takes device addresses
+ * inside it as `buf`. Nothing is copied or pinned on the device side.
+ *
+ * The library creates the iov's staging memory (an ordinary usrbio memfd,
+ * registered with the daemon and page-locked for the GPU with
+ * cuMemHostRegister), a non-blocking CUDA stream and one event per staging
+ * chunk, in the context current on the calling thread (or the primary
+ * context of params->device with FGDS_IOV_GPU_PRIMARY_CTX). Entries on it
+ * complete with path FGDS_PATH_BOUNCE; see docs/usrbio.md, "GPU iovs", for
+ * the pipeline and the exact completion semantics:
+ *   - a read's completion is returned only after its device copy finished:
+ *     the data is visible to any GPU work (any stream of the context)
+ *     launched after fgds_ior_peek/fgds_ior_wait returned it, with no
+ *     further synchronization;
+ *   - a write copies from the device after fgds_ior_submit: the caller
+ *     makes the data ready first (e.g. cudaStreamSynchronize on the stream
+ *     that produced it) and keeps it unchanged until the completion.
+ * A GPU iov serves one ior at a time (another ior gets -EBUSY from
+ * fgds_prep_io while the first has requests on it).
+ *
+ * Returns 0, or -ENODEV/-ENOTSUP (no usable CUDA driver or device),
+ * -EINVAL (params, no current context, size 0 or past the allocation's
+ * end), -EFAULT (dev_ptr is not device memory), -ENOMEM, or a registration
+ * error from the daemon. Release with fgds_iov_destroy. */
+int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
+                      uint64_t dev_ptr, uint64_t size,
+                      const struct fgds_iov_gpu_params* params) FGDS_NOEXCEPT;
 
 /* ---- ior -------------------------------------------------------------- */
 
@@ -141,6 +201,9 @@ struct fgds_ior {
   int complete_efd;
   uint32_t flags;
   struct fgds_session* session;
+  /* The GPU stager, created by the first fgds_prep_io on a GPU iov; NULL
+   * while the ior has only carried host entries. */
+  void* gpu;
 };
 
 int fgds_ior_create(struct fgds_session* session, struct fgds_ior* ior,
@@ -167,7 +230,13 @@ int fgds_fd_unregister(struct fgds_session* session, int id) FGDS_NOEXCEPT;
  * before fgds_ior_submit. Returns 0, -EAGAIN (ring full: reap completions
  * first) or -EINVAL (buf/len outside the iov, bad op or flags). Entries that
  * are 4096-aligned in buffer, offset and length go O_DIRECT unless
- * FGDS_SQE_BUFFERED (or FGDS_IOR_BUFFERED) is set. */
+ * FGDS_SQE_BUFFERED (or FGDS_IOR_BUFFERED) is set.
+ *
+ * On a GPU iov, `buf` is a device address inside it and `len` may exceed
+ * the staging size: the library splits the entry into chunks and gives
+ * exactly one completion for it (bytes, short only at EOF, or -errno; path
+ * FGDS_PATH_BOUNCE). Also -EBUSY (another ior is using the iov) and
+ * -ENOMEM. */
 int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
                  uint32_t opcode, uint32_t sqe_flags, void* buf, int fd_id,
                  uint64_t file_offset, uint64_t len,

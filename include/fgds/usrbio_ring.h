@@ -57,6 +57,9 @@
 #define FGDS_PATH_NONE 0u       /* failed before any I/O was issued */
 #define FGDS_PATH_DIRECT 1u     /* O_DIRECT, straight between iov and disk */
 #define FGDS_PATH_PAGE_CACHE 2u /* buffered, through the page cache */
+/* A GPU iov entry (fgds_iov_wrap_gpu): through pinned host staging memory
+ * and a device copy made by the client library. */
+#define FGDS_PATH_BOUNCE 3u
 
 /* sq_flags bits (written by the daemon, read by the client). */
 /* The daemon's worker is asleep on the submit eventfd: a submit must write

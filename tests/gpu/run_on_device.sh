@@ -14,7 +14,16 @@
 #
 # Usage (device tool): carry .deps, run `bash tests/gpu/run_on_device.sh`.
 # Knobs: FGDS_BENCH_SIZE (default 8G), FGDS_BENCH_THREADS (8),
-# FGDS_BENCH_BS (4M), FGDS_BENCH_QD (4), FGDS_SKIP_TESTS=1, FGDS_SKIP_BENCH=1.
+# FGDS_BENCH_BS (4M), FGDS_BENCH_QD (4), FGDS_SKIP_TESTS=1, FGDS_SKIP_BENCH=1,
+# FGDS_ONLY_USRBIO_GPU=1 (build, test and bench only the usrbio GPU iov
+# parts: usrbio_gpu_test, the example, and the native-direct + usrbio-gpu
+# bench modes).
+#
+# usrbio needs a mounted daemon: the tests mount their own (MountedFs, as
+# root, with TMPDIR on the scratch disk); the usrbio-gpu bench mode mounts
+# fgds over $DISK/usrbio-backing at $DISK/usrbio-mnt and unmounts at the end.
+# The daemon mounts with mount(2) as root; fusermount3 (the carried fuse3
+# .deb) is on PATH for libfuse's fallback.
 set -u -o pipefail
 
 OUT=${OUT:-/tmp/fgds-gpu-out}
@@ -59,6 +68,9 @@ export LIBRARY_PATH=$LIBDIRS
 export LD_LIBRARY_PATH=$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_LIBDIR=$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig:$DEPS/usr/share/pkgconfig
 export PKG_CONFIG_SYSROOT_DIR=$DEPS
+export PATH=$DEPS/bin:$DEPS/usr/bin:$PATH
+ONLY_USRBIO=${FGDS_ONLY_USRBIO_GPU:-0}
+echo "fusermount3: $(command -v fusermount3 || echo none); /dev/fuse: $(ls /dev/fuse 2>&1)"
 PKG_CONFIG=$(command -v pkg-config || echo "$DEPS/usr/bin/pkgconf")
 echo "pkg-config: $PKG_CONFIG; liburing $("$PKG_CONFIG" --modversion liburing 2>&1)"
 
@@ -75,7 +87,9 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER_LAUNCHER=/tmp/fgds-no-werror >"$BUILD/configure.log" 2>&1 ||
   { tail -40 "$BUILD/configure.log"; echo "configure failed"; }
 TARGETS="cuda_test direct_test gpu_read_test gpu_write_test gpu_concurrency_test
-         gpu_lifetime_test gpu_driver_test fgds-bench-dev fgds"
+         gpu_lifetime_test gpu_driver_test usrbio_gpu_test usrbio_test
+         usrbio_gpu_read_example fgds-bench-dev fgds"
+[ "$ONLY_USRBIO" = 1 ] && TARGETS="usrbio_gpu_test usrbio_test usrbio_gpu_read_example fgds-bench-dev fgds"
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j "$(nproc)" --target $TARGETS >"$BUILD/build.log" 2>&1 ||
   { grep -E 'error|Error' "$BUILD/build.log" | head -40; echo "build failed"; }
@@ -98,7 +112,7 @@ mkdir -p "$DISK"
 step "scratch on $DISK: $(df -T "$DISK" | tail -1 | awk '{print $1, $2, $5 " free"}')"
 
 step "fgds probe (exit 0: direct path available, 1: not)"
-if [ -x "$BUILD/tools/fgds" ]; then
+if [ -x "$BUILD/tools/fgds" ] && [ "$ONLY_USRBIO" != 1 ]; then
   "$BUILD/tools/fgds" probe | tee "$OUT/probe.txt"
   echo "fgds probe: exit ${PIPESTATUS[0]}"
   "$BUILD/tools/fgds" probe --json >"$OUT/probe.json"
@@ -107,13 +121,17 @@ fi
 if [ "${FGDS_SKIP_TESTS:-0}" != 1 ]; then
   step "tests"
   export FGDS_GPU_TEST_DIR=$DISK
-  for t in usrbio/cuda/cuda_test usrbio/direct/direct_test tests/gpu/gpu_driver_test \
-           tests/gpu/gpu_read_test tests/gpu/gpu_write_test \
-           tests/gpu/gpu_concurrency_test tests/gpu/gpu_lifetime_test; do
+  TESTS="usrbio/cuda/cuda_test usrbio/direct/direct_test tests/gpu/gpu_driver_test
+         tests/gpu/gpu_read_test tests/gpu/gpu_write_test
+         tests/gpu/gpu_concurrency_test tests/gpu/gpu_lifetime_test
+         usrbio/usrbio_test tests/gpu/usrbio_gpu_test"
+  [ "$ONLY_USRBIO" = 1 ] && TESTS="usrbio/usrbio_test tests/gpu/usrbio_gpu_test"
+  for t in $TESTS; do
     name=$(basename "$t")
     [ -x "$BUILD/$t" ] || { echo "$name: not built"; continue; }
-    (cd "$DISK" && timeout 150 "$BUILD/$t" --gtest_output="json:$RESULTS/$name.json" \
-      >"$RESULTS/$name.log" 2>&1)
+    # TMPDIR: MountedFs puts its backing directory there (a real disk).
+    (cd "$DISK" && TMPDIR=$DISK timeout 150 "$BUILD/$t" \
+      --gtest_output="json:$RESULTS/$name.json" >"$RESULTS/$name.log" 2>&1)
     echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$RESULTS/$name.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]|Failure|error:' "$RESULTS/$name.log" | head -20
     grep -E '^(fgds driver|  direct path|dma-buf fd)' "$RESULTS/$name.log"
@@ -123,12 +141,47 @@ fi
 if [ "${FGDS_SKIP_BENCH:-0}" != 1 ] && [ -x "$BUILD/tools/bench/fgds-bench-dev" ]; then
   BENCH="$BUILD/tools/bench/fgds-bench-dev --mount $DISK --backing $DISK --no-mount-check"
   COMMON="--size $SIZE --bs $BS --threads $THREADS --qd $QD"
+  MODES="h2d native-direct libfgds bounce-baseline naive"
+  [ "$ONLY_USRBIO" = 1 ] && MODES="native-direct"
   # One invocation per mode: a mode that fails costs its own rows only.
-  for mode in h2d native-direct libfgds bounce-baseline naive; do
+  for mode in $MODES; do
     step "bench $mode ($COMMON, cold + warm)"
     timeout 150 $BENCH $COMMON --cache both --modes "$mode" \
       --json "$RESULTS/bench-$mode.json" 2>&1 | grep -vE '^(GB/s|p50|vs base|$)'
   done
+  # usrbio-gpu needs a mount: fgds over a backing directory on the disk.
+  UMNT=$DISK/usrbio-mnt
+  UBACK=$DISK/usrbio-backing
+  mkdir -p "$UMNT" "$UBACK"
+  "$BUILD/tools/fgds" mount -f --data "$UBACK" "$UMNT" >"$RESULTS/usrbio-daemon.log" 2>&1 &
+  UPID=$!
+  for _ in $(seq 100); do
+    grep -q " $UMNT fuse" /proc/mounts && break
+    sleep 0.1
+  done
+  if grep -q " $UMNT fuse" /proc/mounts; then
+    if [ -x "$BUILD/usrbio/usrbio_gpu_read_example" ]; then
+      head -c 50000000 /dev/urandom >"$UBACK/example.bin"
+      step "example: usrbio_gpu_read"
+      timeout 60 "$BUILD/usrbio/usrbio_gpu_read_example" "$UMNT/example.bin"
+      echo "usrbio_gpu_read_example: exit $?"
+      rm -f "$UBACK/example.bin"
+    fi
+    step "bench usrbio-gpu ($COMMON, cold + warm)"
+    timeout 200 $BUILD/tools/bench/fgds-bench-dev --mount "$UMNT" --backing "$UBACK" \
+      $COMMON --cache both --modes usrbio-gpu \
+      --json "$RESULTS/bench-usrbio-gpu.json" 2>&1 | grep -vE '^(GB/s|p50|vs base|$)'
+    rm -rf "$UBACK"/fgds-bench-*
+  else
+    echo "usrbio-gpu: the mount did not come up"; tail -20 "$RESULTS/usrbio-daemon.log"
+  fi
+  umount "$UMNT" 2>/dev/null || fusermount3 -u "$UMNT" 2>/dev/null || umount -l "$UMNT"
+  kill "$UPID" 2>/dev/null
+  wait "$UPID" 2>/dev/null
+  rm -rf "$UMNT" "$UBACK"
+  if [ "$ONLY_USRBIO" = 1 ]; then
+    : # the usrbio-only run skips the other GPU modes and the sweeps
+  else
   step "bench: cufile"
   CUFILE=$(ldconfig -p | awk '/libcufile\.so\.0/ {print $NF; exit}')
   [ -n "$CUFILE" ] || CUFILE=$(find / -xdev -name 'libcufile.so.0' 2>/dev/null | head -1)
@@ -151,6 +204,7 @@ if [ "${FGDS_SKIP_BENCH:-0}" != 1 ] && [ -x "$BUILD/tools/bench/fgds-bench-dev" 
     env $cfg timeout 150 $BENCH $COMMON --cache both --modes libfgds \
       --json "$RESULTS/sweep-$tag.json" 2>&1 | grep -E '^libfgds|fgds bench:'
   done
+  fi
   rm -rf "$DISK"/fgds-bench-native.*
 fi
 
@@ -182,7 +236,8 @@ for path in sorted(glob.glob(os.path.join(results, "*_test.json"))):
     tests[name] = cases
 
 rows, configs, notes = [], {}, []
-for mode in ("h2d", "native-direct", "libfgds", "bounce-baseline", "naive"):
+for mode in ("h2d", "native-direct", "libfgds", "bounce-baseline", "naive",
+             "usrbio-gpu"):
     data = load(os.path.join(results, "bench-%s.json" % mode))
     rows += data.get("rows", [])
     configs[mode] = data.get("config") or data.get("error")
@@ -216,6 +271,9 @@ m = {
     "bounce_warm": gbs("bounce-baseline", "read", "warm"),
     "naive_cold": gbs("naive", "read", "cold"),
     "naive_warm": gbs("naive", "read", "warm"),
+    "usrbio_gpu_cold": gbs("usrbio-gpu", "read", "cold"),
+    "usrbio_gpu_warm": gbs("usrbio-gpu", "read", "warm"),
+    "usrbio_gpu_write": gbs("usrbio-gpu", "write"),
     "buffered_read_16threads_warm": gbs("native", "read", "warm", extra_rows),
 }
 targets = [

@@ -12,6 +12,8 @@
 //   cufile           NVIDIA cuFile (GDS or its compat mode), when
 //                    libcufile.so loads and registers the file; else the
 //                    mode fails with cuFile's error
+//   usrbio-gpu       usrbio rings via --mount into GPU iovs (the bounce
+//                    path of fgds_iov_wrap_gpu), --qd entries per thread
 //   h2d              no file at all: pinned host <-> device copies of the
 //                    same blocks, the ceiling for page-cached reads (read
 //                    rows are H2D, write rows D2H)
@@ -35,6 +37,7 @@ absl::StatusOr<PhaseResult> RunNaiveGpuPhase(const PhaseSpec& spec);
 absl::StatusOr<PhaseResult> RunBounceBaselinePhase(const PhaseSpec& spec);
 absl::StatusOr<PhaseResult> RunCufilePhase(const PhaseSpec& spec);
 absl::StatusOr<PhaseResult> RunH2dPhase(const PhaseSpec& spec);
+absl::StatusOr<PhaseResult> RunUsrbioGpuPhase(const PhaseSpec& spec);
 
 }  // namespace fgds::bench
 

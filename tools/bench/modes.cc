@@ -90,6 +90,16 @@ constexpr ModeSpec kModes[] = {
         .run_phase = RunBounceBaselinePhase,
     },
     {
+        .name = "usrbio-gpu",
+        .help = "usrbio rings via --mount into GPU iovs (bounce)",
+        .baseline = "native-direct",
+        .location = FileLocation::kMount,
+        .bypasses_page_cache = false,
+        .block_alignment = 1,
+        .uses_queue_depth = true,
+        .run_phase = RunUsrbioGpuPhase,
+    },
+    {
         .name = "cufile",
         .help = "NVIDIA cuFile, O_DIRECT (fails with cuFile's error)",
         .baseline = "native-direct",

@@ -1,0 +1,220 @@
+// GPU iovs: wrapping a device range, its staging memory, stream and events.
+#include "usrbio/gpu/gpu_iov.h"
+
+#include <cerrno>
+#include <new>
+#include <string>
+
+#include "usrbio/cuda/cuda_api.h"
+#include "usrbio/cuda/cuda_error.h"
+#include "usrbio/cuda/cuda_types.h"
+#include "usrbio/direct/cuda_device_ops.h"
+#include "usrbio/gpu/chunking.h"
+#include "usrbio/internal.h"
+
+namespace fgds::usrbio::gpu {
+namespace {
+
+bool ParamsValid(const fgds_iov_gpu_params& p) {
+  for (uint64_t r : p.reserved) {
+    if (r != 0) return false;
+  }
+  return p.reserved0 == 0 && (p.flags & ~FGDS_IOV_GPU_VALID_FLAGS) == 0 &&
+         p.chunk_bytes % kAlign == 0 &&
+         p.chunk_bytes <= FGDS_IOV_GPU_MAX_CHUNK &&
+         p.staging_bytes <= FGDS_IOV_GPU_MAX_STAGING && p.device >= 0;
+}
+
+// CheckGpuParams applies the defaults of a NULL params and checks them.
+int CheckGpuParams(const fgds_iov_gpu_params* params, uint64_t size,
+                   fgds_iov_gpu_params* out) {
+  fgds_iov_gpu_params p = {};
+  if (params != nullptr) p = *params;
+  if (!ParamsValid(p) || size == 0) return -EINVAL;
+  *out = p;
+  return 0;
+}
+
+// Frees what a partly made GpuIov holds, in reverse order of making.
+int Teardown(GpuIov* g) {
+  int ret = 0;
+  {
+    ScopedDevice scope(g);
+    for (Slot& slot : g->slots) {
+      if (slot.event != 0) g->ops->DestroyEvent(slot.event);
+    }
+    if (g->has_stream) g->ops->DestroyStream(g->stream);
+    if (g->staging_pinned) g->api->cuMemHostUnregister(g->staging.base);
+  }
+  if (g->staging.session != nullptr) ret = fgds_iov_destroy(&g->staging);
+  delete g;  // owned_ops last: it may hold the primary context
+  return ret;
+}
+
+int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
+         const fgds_iov_gpu_params& params,
+         std::unique_ptr<direct::DeviceOps> owned, direct::DeviceOps* ops,
+         const cuda::CudaApi* api) {
+  direct::AllocationInfo info;
+  std::string message;
+  if (int ret = ops->Resolve(dev_ptr, &info, &message); ret != 0) return ret;
+  // Overflow-safe "[dev_ptr, dev_ptr + size) inside the allocation".
+  if (dev_ptr < info.base || dev_ptr - info.base > info.size ||
+      size > info.size - (dev_ptr - info.base)) {
+    return -EINVAL;
+  }
+  const uint64_t chunk =
+      params.chunk_bytes != 0 ? params.chunk_bytes : FGDS_IOV_GPU_DEFAULT_CHUNK;
+  uint64_t staging = params.staging_bytes != 0 ? params.staging_bytes
+                                               : FGDS_IOV_GPU_DEFAULT_STAGING;
+  staging = (staging + chunk - 1) / chunk * chunk;
+
+  auto* g = new (std::nothrow) GpuIov;
+  if (g == nullptr) return -ENOMEM;
+  g->owned_ops = std::move(owned);
+  g->ops = ops;
+  g->api = api;
+  g->dev_base = dev_ptr;
+  g->size = size;
+  g->buffer_id = info.buffer_id;
+  g->chunk_bytes = chunk;
+  int ret = 0;
+  try {
+    g->slots.resize(staging / chunk);
+    g->free_slots.reserve(g->slots.size());
+  } catch (const std::bad_alloc&) {
+    Teardown(g);
+    return -ENOMEM;
+  }
+  fgds_iov_params ip = {};
+  ip.size = staging;
+  ip.numa_node = -1;
+  ret = fgds_iov_create(session, &g->staging, &ip);
+  if (ret != 0) {
+    g->staging.session = nullptr;
+    Teardown(g);
+    return ret;
+  }
+  {
+    ScopedDevice scope(g);
+    if (api != nullptr) {
+      // Page-locks the memfd pages the daemon reads into, so the device
+      // copies DMA straight from them (no driver-side bounce). Portable:
+      // usable from every context.
+      const cuda::CUresult result = api->cuMemHostRegister(
+          g->staging.base, staging, cuda::kMemHostRegisterPortable);
+      if (result != cuda::kCudaSuccess) ret = -cuda::CuResultToErrno(result);
+      g->staging_pinned = ret == 0;
+    }
+    if (ret == 0) {
+      ret = ops->CreateStream(&g->stream);
+      g->has_stream = ret == 0;
+    }
+    for (size_t i = 0; ret == 0 && i < g->slots.size(); ++i) {
+      g->slots[i].staging_offset = i * chunk;
+      ret = ops->CreateEvent(&g->slots[i].event);
+      if (ret != 0) g->slots[i].event = 0;
+    }
+  }
+  if (ret != 0) {
+    Teardown(g);
+    return ret;
+  }
+  for (size_t i = g->slots.size(); i > 0; --i) {
+    g->free_slots.push_back(static_cast<uint32_t>(i - 1));
+  }
+  iov->base = reinterpret_cast<void*>(dev_ptr);
+  iov->size = size;
+  iov->id = g->staging.id;
+  iov->memfd = g->staging.memfd;
+  iov->session = session;
+  iov->gpu = g;
+  return 0;
+}
+
+}  // namespace
+
+bool GpuIov::Acquire(const void* ior) {
+  std::lock_guard<std::mutex> lock(owner_mu);
+  if (owner != nullptr && owner != ior) return false;
+  owner = ior;
+  ++owner_requests;
+  return true;
+}
+
+void GpuIov::Release() {
+  std::lock_guard<std::mutex> lock(owner_mu);
+  if (--owner_requests == 0) owner = nullptr;
+}
+
+void ScopedDevice::Use(GpuIov* iov) {
+  if (iov->api == nullptr || iov->ops == bound_) return;
+  if (api_ == nullptr) {
+    cuda::CUcontext previous = nullptr;
+    if (iov->api->cuCtxGetCurrent(&previous) != cuda::kCudaSuccess) {
+      previous = nullptr;
+    }
+    previous_ = previous;
+    api_ = iov->api;
+  }
+  // BindThread makes the ops' context current.
+  if (iov->ops->BindThread() == 0) bound_ = iov->ops;
+}
+
+ScopedDevice::~ScopedDevice() {
+  if (api_ != nullptr) {
+    api_->cuCtxSetCurrent(static_cast<cuda::CUcontext>(previous_));
+  }
+}
+
+int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
+               uint64_t size, const fgds_iov_gpu_params* params,
+               direct::DeviceOps* ops) {
+  ErrnoSaver saver;
+  if (session == nullptr || iov == nullptr || ops == nullptr || dev_ptr == 0) {
+    return -EINVAL;
+  }
+  fgds_iov_gpu_params p;
+  if (int ret = CheckGpuParams(params, size, &p); ret != 0) return ret;
+  try {
+    return Wrap(session, iov, dev_ptr, size, p, nullptr, ops, nullptr);
+  } catch (...) {
+    return -ENOMEM;
+  }
+}
+
+int DestroyGpuIov(fgds_iov* iov) {
+  int ret = Teardown(GpuOf(iov));
+  iov->gpu = nullptr;
+  iov->base = nullptr;
+  iov->memfd = -1;
+  iov->session = nullptr;
+  return ret;
+}
+
+}  // namespace fgds::usrbio::gpu
+
+using fgds::usrbio::ErrnoSaver;
+
+extern "C" int fgds_iov_wrap_gpu(
+    struct fgds_session* session, struct fgds_iov* iov, uint64_t dev_ptr,
+    uint64_t size, const struct fgds_iov_gpu_params* params) noexcept {
+  ErrnoSaver saver;
+  if (session == nullptr || iov == nullptr || dev_ptr == 0) return -EINVAL;
+  fgds_iov_gpu_params p;
+  if (int ret = fgds::usrbio::gpu::CheckGpuParams(params, size, &p); ret != 0) {
+    return ret;
+  }
+  try {
+    std::unique_ptr<fgds::direct::DeviceOps> ops;
+    std::string message;
+    int ret = fgds::direct::MakeCudaDeviceOps(
+        (p.flags & FGDS_IOV_GPU_PRIMARY_CTX) != 0, p.device, &ops, &message);
+    if (ret != 0) return ret;
+    fgds::direct::DeviceOps* raw = ops.get();
+    return fgds::usrbio::gpu::Wrap(session, iov, dev_ptr, size, p,
+                                   std::move(ops), raw, fgds::cuda::Cuda().api);
+  } catch (...) {
+    return -ENOMEM;
+  }
+}

@@ -1,0 +1,115 @@
+// File: usrbio/gpu/gpu_iov.h
+//
+// The state behind a GPU iov (fgds_iov.gpu, made by fgds_iov_wrap_gpu): the
+// device range, the GPU operations (direct::DeviceOps: CUDA, or host memory
+// in tests), the staging memory (an ordinary usrbio host iov, page-locked
+// for the GPU) cut into slots of chunk_bytes, the library's stream, and one
+// event per slot.
+//
+// WrapGpuIov is the internal entry point: tests hand it a FakeDeviceOps to
+// run the whole pipeline against a real daemon without a GPU.
+//
+// Thread safety: the slots are used only by the ior that owns the iov
+// (Acquire/Release, under owner_mu) and under that ior's stager lock.
+#ifndef FGDS_USRBIO_GPU_GPU_IOV_H_
+#define FGDS_USRBIO_GPU_GPU_IOV_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "fgds/usrbio.h"
+#include "usrbio/direct/device_ops.h"
+
+namespace fgds::cuda {
+struct CudaApi;
+}
+
+namespace fgds::usrbio::gpu {
+
+struct Request;
+
+// One staging slot and the chunk using it (at most one at a time).
+struct Slot {
+  enum class State { kFree, kReadIo, kCopy, kWriteWait, kWriteIo };
+  uint64_t staging_offset = 0;  // in the staging iov, chunk_bytes aligned
+  uintptr_t event = 0;
+  State state = State::kFree;
+  Request* request = nullptr;
+  uint64_t offset = 0;  // of the chunk, in the request
+  uint64_t len = 0;
+  int64_t result = 0;    // the daemon's, for reads
+  Slot* next = nullptr;  // in the stager's copy or write-wait FIFO
+};
+
+struct GpuIov {
+  GpuIov() = default;
+  GpuIov(const GpuIov&) = delete;
+  GpuIov& operator=(const GpuIov&) = delete;
+
+  std::unique_ptr<direct::DeviceOps> owned_ops;
+  direct::DeviceOps* ops = nullptr;
+  // The CUDA driver when ops is CUDA (host registration and making the
+  // context current); null with injected ops.
+  const cuda::CudaApi* api = nullptr;
+
+  uint64_t dev_base = 0;
+  uint64_t size = 0;
+  uint64_t buffer_id = 0;  // of the allocation at wrap time
+
+  fgds_iov staging = {};
+  bool staging_pinned = false;
+  uint64_t chunk_bytes = 0;
+  uintptr_t stream = 0;
+  bool has_stream = false;
+  std::vector<Slot> slots;
+  std::vector<uint32_t> free_slots;  // under the owner's stager lock
+
+  std::mutex owner_mu;
+  const void* owner = nullptr;  // the ior using it; guarded by owner_mu
+  uint64_t owner_requests = 0;  // its requests here; guarded by owner_mu
+
+  // Acquire makes `ior` the iov's user for one more request: false when
+  // another ior uses it. Release ends one request.
+  bool Acquire(const void* ior);
+  void Release();
+};
+
+// ScopedDevice makes a GPU iov's CUDA context current on the calling thread
+// (no-op for injected ops) until the end of the scope, then restores the
+// thread's own: the application's notion of "current" never changes.
+class ScopedDevice {
+ public:
+  ScopedDevice() = default;
+  explicit ScopedDevice(GpuIov* iov) { Use(iov); }
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+  // Use binds `iov`'s context, unless the one bound already serves it.
+  void Use(GpuIov* iov);
+
+ private:
+  const cuda::CudaApi* api_ = nullptr;  // set once something was bound
+  void* previous_ = nullptr;
+  direct::DeviceOps* bound_ = nullptr;
+};
+
+// WrapGpuIov is fgds_iov_wrap_gpu on `ops` (not owned: the caller keeps
+// it alive until fgds_iov_destroy), e.g. a FakeDeviceOps in tests.
+int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
+               uint64_t size, const fgds_iov_gpu_params* params,
+               direct::DeviceOps* ops);
+
+// DestroyGpuIov releases what WrapGpuIov made; returns the unregistration
+// result.
+int DestroyGpuIov(fgds_iov* iov);
+
+inline GpuIov* GpuOf(const fgds_iov* iov) {
+  return static_cast<GpuIov*>(iov->gpu);
+}
+
+}  // namespace fgds::usrbio::gpu
+
+#endif  // FGDS_USRBIO_GPU_GPU_IOV_H_
