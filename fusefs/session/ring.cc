@@ -46,7 +46,6 @@ class RingBatch {
    public:
     void Complete(int64_t result) override {
       batch->ring_->Post(userdata, tag, result, path);
-      batch->ring_->Retire();
       batch->OpDone();
     }
     RingBatch* batch = nullptr;
@@ -79,7 +78,12 @@ class RingBatch {
  private:
   void OpDone() {
     // acq_rel: every op's use of the batch happens before the delete.
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // The batch's requests leave the ring's in-flight count together: until
+    // then the posted ones count twice in Room(), which errs on the safe
+    // side (less room) and saves a shared atomic per completion.
+    ring_->Retire(used_);
+    delete this;
   }
 
   const std::shared_ptr<Ring> ring_;
@@ -160,7 +164,7 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       engine_(engine) {
   // Start from wherever the client's indexes are (zero for a fresh ring).
   sq_head_ = fgds_load_acquire(&header_->sq_head.value);
-  fgds::MutexLock lock(&cq_mu_);
+  fgds::SpinLockHolder lock(&cq_mu_);
   cq_tail_ = fgds_load_acquire(&header_->cq_tail.value);
 }
 
@@ -192,7 +196,7 @@ void Ring::Stop() {
 void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
                 uint32_t path) {
   {
-    fgds::MutexLock lock(&cq_mu_);
+    fgds::SpinLockHolder lock(&cq_mu_);
     fgds_cqe* cqe = &cqes_[cq_tail_ & (cq_entries_ - 1)];
     cqe->result = result;
     cqe->userdata = userdata;

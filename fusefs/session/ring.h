@@ -34,6 +34,7 @@
 #include "absl/base/thread_annotations.h"
 #include "backend/io_engine.h"
 #include "common/mutex.h"
+#include "common/spin_lock.h"
 #include "fgds/usrbio_ring.h"
 #include "fgds/usrbio_wire.h"
 #include "fusefs/session/registry.h"
@@ -60,8 +61,10 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
   // Posts one completion; called on engine threads and by the worker.
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
-  // An engine request of this ring finished (after its Post).
-  void Retire() { inflight_.fetch_sub(1, std::memory_order_release); }
+  // `count` engine requests of this ring finished (after their Posts).
+  void Retire(uint32_t count) {
+    inflight_.fetch_sub(count, std::memory_order_release);
+  }
 
  private:
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
@@ -109,7 +112,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   std::vector<fgds_sqe> sqe_copies_;
   std::vector<backend::IoRequest> requests_;
   std::vector<Failed> failed_;
-  fgds::Mutex cq_mu_;  // orders posts from many engine threads
+  fgds::SpinLock cq_mu_;  // orders posts from many engine threads
   uint32_t cq_tail_ ABSL_GUARDED_BY(cq_mu_) = 0;
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> notify_pending_{false};
