@@ -147,6 +147,10 @@ class Backend {
   // known). The caller has checked that a client holds the file open with
   // this access mode, so no permission check happens here.
   virtual int ReopenByIno(ino_t ino, int flags) { return -EOPNOTSUPP; }
+  // usrbio: the NodeId the kernel knows the file with inode number `ino` by,
+  // or 0 when none (the caller then cannot invalidate the mount's cached
+  // pages of it; a stale id only drops another file's cache, harmlessly).
+  virtual NodeId NodeByIno(ino_t ino) { return 0; }
 
   // Directories. ReadDir calls `emit` for entries from `offset` on until it
   // returns false (the entry was not taken) or the directory ends.

@@ -146,11 +146,13 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // ENOTSUP from fgds_session_open.
 static void StartSessions(const std::string& mountpoint,
                           backend::Backend* backend,
+                          session::CacheInvalidator* invalidator,
                           std::unique_ptr<session::SessionServer>* out) {
   auto mounted = FindMount(mountpoint);
   if (!mounted) return;
   session::SessionServer::Options session_options;
   session_options.context.backend = backend;
+  session_options.context.invalidator = invalidator;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
   auto server = session::SessionServer::Start(session_options);
   if (server.ok()) {
@@ -233,7 +235,17 @@ absl::Status ServeMount(const DaemonOptions& options,
   }
   std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
                         options.readahead_kb);
-  StartSessions(options.mountpoint, fs->backend.get(), &sessions);
+  // usrbio writes bypass the mount: drop what it caches of their ranges.
+  std::unique_ptr<session::CacheInvalidator> invalidator;
+  if (!options.direct_io) {
+    invalidator = std::make_unique<session::CacheInvalidator>(
+        [se](uint64_t node, uint64_t offset, uint64_t len) {
+          fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
+                                           static_cast<off_t>(len));
+        });
+  }
+  StartSessions(options.mountpoint, fs->backend.get(), invalidator.get(),
+                &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
   ready(absl::OkStatus());
@@ -256,6 +268,7 @@ absl::Status ServeMount(const DaemonOptions& options,
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.
   fs.reset();
+  invalidator.reset();  // after the engine: its completions queue here
   fuse_session_destroy(se);
   LogInfo("unmounted %s", options.mountpoint);
   if (ret != 0) return absl::InternalError("FUSE loop ended with an error");

@@ -80,6 +80,7 @@ class LocalBackend : public Backend {
   int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
   int ReopenByIno(ino_t ino, int flags) override;  // local_reopen.cc
+  NodeId NodeByIno(ino_t ino) override;            // local_reopen.cc
 
   int OpenDir(NodeId node, Dir** out) override;
   int ReadDir(Dir* dir, off_t offset,

@@ -40,4 +40,13 @@ int LocalBackend::ReopenByIno(ino_t ino, int flags) {
   });
 }
 
+NodeId LocalBackend::NodeByIno(ino_t ino) {
+  NodeId node = 0;
+  inodes_.WithIno(ino, [&](LocalInode& inode) {
+    node = ToNodeId(inode, inodes_.root());
+    return 0;
+  });
+  return node;
+}
+
 }  // namespace fgds::backend

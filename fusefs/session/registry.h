@@ -53,11 +53,12 @@ class SharedMemory {
 // A registered file: descriptors of the backing file, owned.
 struct RegisteredFile {
   RegisteredFile(int fd_in, int direct_fd_in, bool readable_in,
-                 bool writable_in)
+                 bool writable_in, uint64_t node_in = 0)
       : fd(fd_in),
         direct_fd(direct_fd_in),
         readable(readable_in),
-        writable(writable_in) {}
+        writable(writable_in),
+        node(node_in) {}
   ~RegisteredFile();
   RegisteredFile(const RegisteredFile&) = delete;
   RegisteredFile& operator=(const RegisteredFile&) = delete;
@@ -66,6 +67,9 @@ struct RegisteredFile {
   const int direct_fd;  // O_DIRECT, or -1 where the backing fs refuses it
   const bool readable;
   const bool writable;
+  // The mount's node id of the file (backend::Backend::NodeByIno), whose
+  // cached pages usrbio writes invalidate; 0 = unknown.
+  const uint64_t node;
 };
 
 struct RegistryLimits {

@@ -45,11 +45,25 @@ class RingBatch {
   class Op : public backend::IoCompletion {
    public:
     void Complete(int64_t result) override {
+      CacheInvalidator* invalidator = batch->ring_->invalidator();
+      if (write_node != 0 && result > 0 && invalidator != nullptr) {
+        // The mount may cache the old bytes: the writer hears of its write
+        // only once they are gone.
+        invalidator->Invalidate(write_node, offset,
+                                static_cast<uint64_t>(result),
+                                [this, result] { Finish(result); });
+        return;
+      }
+      Finish(result);
+    }
+    void Finish(int64_t result) {
       batch->ring_->Post(userdata, tag, result, path);
       batch->OpDone();
     }
     RingBatch* batch = nullptr;
     uint64_t userdata = 0;
+    uint64_t offset = 0;
+    uint64_t write_node = 0;  // a write's file's node id, else 0
     uint32_t tag = 0;
     uint32_t path = FGDS_PATH_NONE;
   };
@@ -65,6 +79,8 @@ class RingBatch {
     op.userdata = sqe.userdata;
     op.tag = sqe.tag;
     op.path = io.path;
+    op.offset = io.offset;
+    op.write_node = io.write ? (*io.file)->node : 0;
     // Consecutive entries mostly share their iov and file: keep each once
     // per run (a repeat later in the batch only costs a copy).
     if (iovs_.empty() || iovs_.back() != *io.iov) iovs_.push_back(*io.iov);
@@ -99,7 +115,7 @@ class RingBatch {
 int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                  int complete_efd, const fgds_msg_ior_register& params,
                  std::shared_ptr<Registry> registry, backend::IoEngine* engine,
-                 std::shared_ptr<Ring>* out) {
+                 CacheInvalidator* invalidator, std::shared_ptr<Ring>* out) {
   int wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int exited_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   auto fail = [&](int err) {
@@ -135,15 +151,16 @@ int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
     }
   }
   out->reset(new Ring(std::move(memory), layout, submit_efd, complete_efd,
-                      wake_efd, exited_efd, params, std::move(registry),
-                      engine));
+                      wake_efd, exited_efd, params, std::move(registry), engine,
+                      invalidator));
   return 0;
 }
 
 Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
            int submit_efd, int complete_efd, int wake_efd, int exited_efd,
            const fgds_msg_ior_register& params,
-           std::shared_ptr<Registry> registry, backend::IoEngine* engine)
+           std::shared_ptr<Registry> registry, backend::IoEngine* engine,
+           CacheInvalidator* invalidator)
     : memory_(std::move(memory)),
       header_(reinterpret_cast<fgds_ring_header*>(memory_->base())),
       sqes_(reinterpret_cast<const fgds_sqe*>(memory_->base() +
@@ -161,7 +178,8 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       spin_ns_(uint64_t{std::min(params.spin_us, 1000000u)} * 1000),
       priority_(params.priority),
       registry_(std::move(registry)),
-      engine_(engine) {
+      engine_(engine),
+      invalidator_(invalidator) {
   // Start from wherever the client's indexes are (zero for a fresh ring).
   sq_head_ = fgds_load_acquire(&header_->sq_head.value);
   fgds::SpinLockHolder lock(&cq_mu_);

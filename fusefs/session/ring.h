@@ -37,6 +37,7 @@
 #include "common/spin_lock.h"
 #include "fgds/usrbio_ring.h"
 #include "fgds/usrbio_wire.h"
+#include "fusefs/session/cache_invalidator.h"
 #include "fusefs/session/registry.h"
 
 namespace fgds::session {
@@ -50,7 +51,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   static int Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                     int complete_efd, const fgds_msg_ior_register& params,
                     std::shared_ptr<Registry> registry,
-                    backend::IoEngine* engine, std::shared_ptr<Ring>* out);
+                    backend::IoEngine* engine, CacheInvalidator* invalidator,
+                    std::shared_ptr<Ring>* out);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -61,6 +63,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
   // Posts one completion; called on engine threads and by the worker.
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
+  // Writes' completions wait for this (null: none); see cache_invalidator.h.
+  CacheInvalidator* invalidator() const { return invalidator_; }
   // `count` engine requests of this ring finished (after their Posts).
   void Retire(uint32_t count) {
     inflight_.fetch_sub(count, std::memory_order_release);
@@ -70,7 +74,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
        int submit_efd, int complete_efd, int wake_efd, int exited_efd,
        const fgds_msg_ior_register& params, std::shared_ptr<Registry> registry,
-       backend::IoEngine* engine);
+       backend::IoEngine* engine, CacheInvalidator* invalidator);
 
   void WorkerLoop();
   // CQ slots neither unreaped nor promised to I/O in flight.
@@ -101,6 +105,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const int32_t priority_;
   const std::shared_ptr<Registry> registry_;
   backend::IoEngine* const engine_;
+  CacheInvalidator* const invalidator_;  // may be null
 
   uint32_t sq_head_ = 0;  // worker only
   // Dispatch's scratch space, kept between calls (worker only).

@@ -190,7 +190,7 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
   }
   std::shared_ptr<Ring> ring;
   ret = Ring::Create(std::move(memory), fds[1], fds[2], msg, registry_,
-                     &context_.backend->engine(), &ring);
+                     &context_.backend->engine(), context_.invalidator, &ring);
   if (ret != 0) return ret;
   ring->Start();
   *id = next_ring_++;
@@ -225,7 +225,8 @@ int Session::RegisterFile(int fd, uint32_t* id) {
   // O_DIRECT where the backing filesystem supports it (tmpfs does not).
   int direct = context_.backend->ReopenByIno(st.st_ino, mode | O_DIRECT);
   auto file = std::make_shared<RegisteredFile>(
-      buffered, direct >= 0 ? direct : -1, readable, writable);
+      buffered, direct >= 0 ? direct : -1, readable, writable,
+      context_.backend->NodeByIno(st.st_ino));
   int64_t added = registry_->AddFile(std::move(file));
   if (added < 0) return static_cast<int>(added);
   *id = static_cast<uint32_t>(added);

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "backend/backend.h"
 #include "common/mutex.h"
+#include "fusefs/session/cache_invalidator.h"
 #include "fusefs/session/registry.h"
 #include "fusefs/session/ring.h"
 #include "fusefs/session/wire_parse.h"
@@ -37,6 +38,9 @@ struct SessionContext {
   backend::Backend* backend = nullptr;
   // st_dev of the mount as clients see it: a registered fd must be on it.
   dev_t mount_dev = 0;
+  // Drops the mount's cached pages after usrbio writes; null: none (a
+  // daemon without a mount, tests).
+  CacheInvalidator* invalidator = nullptr;
   SessionLimits limits;
 };
 

@@ -90,8 +90,11 @@ struct Ior {
 
 // Byte i of a pattern seeded with `seed`: position-dependent, so a block
 // read from the wrong offset does not match.
+// The seed is multiplied in before the top byte is taken, so different
+// seeds give different bytes at the same offset.
 inline char PatternByte(uint64_t seed, uint64_t i) {
-  uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+  uint64_t x =
+      ((i + 1) ^ (seed * 0xD6E8FEB86659FD93ull)) * 0x9E3779B97F4A7C15ull;
   return static_cast<char>(x >> 56);
 }
 inline void FillPattern(char* buf, uint64_t len, uint64_t seed,

@@ -155,6 +155,54 @@ TEST_F(UsrbioRwTest, WritesReachTheFileAndReadBack) {
   close(fd);
 }
 
+// A reader of the mount that cached the old bytes sees a usrbio write as
+// soon as the writer has its completion (the daemon drops the mount's
+// cached pages of the range before posting it), aligned or not.
+TEST_F(UsrbioRwTest, MountReadersSeeUsrbioWritesAtOnce) {
+  const std::string path = MakeFile("coherent", 11);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  int wfd = open(path.c_str(), O_WRONLY);
+  int id = fgds_fd_register(&s.s, wfd, 0);
+  close(wfd);
+  ASSERT_GE(id, 0);
+  // Cache the old contents in the mount's page cache (after the opens
+  // above, which may drop it).
+  int reader = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(reader, 0);
+  std::vector<char> seen(kFileSize);
+  ASSERT_EQ(pread(reader, seen.data(), kFileSize, 0),
+            static_cast<ssize_t>(kFileSize));
+  ASSERT_TRUE(MatchesPattern(seen.data(), kFileSize, 11, 0));
+
+  Iov iov(&s.s, kFileSize);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  FillPattern(iov.at(0), kFileSize, 12, 0);
+  // One aligned write (O_DIRECT where the backing takes it), one odd one.
+  ASSERT_EQ(
+      fgds_prep_write(&ior.ior, &iov.iov, iov.at(65536), id, 65536, 131072, 1),
+      0);
+  ASSERT_EQ(
+      fgds_prep_write(&ior.ior, &iov.iov, iov.at(300001), id, 300001, 777, 2),
+      0);
+  fgds_cqe cqes[2];
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 2), 2);
+  for (const fgds_cqe& c : cqes) EXPECT_GT(c.result, 0);
+
+  ASSERT_EQ(pread(reader, seen.data(), kFileSize, 0),
+            static_cast<ssize_t>(kFileSize));
+  close(reader);
+  EXPECT_TRUE(MatchesPattern(seen.data(), 65536, 11, 0));
+  EXPECT_TRUE(MatchesPattern(seen.data() + 65536, 131072, 12, 65536));
+  EXPECT_TRUE(
+      MatchesPattern(seen.data() + 196608, 300001 - 196608, 11, 196608));
+  EXPECT_TRUE(MatchesPattern(seen.data() + 300001, 777, 12, 300001));
+  EXPECT_TRUE(
+      MatchesPattern(seen.data() + 300778, kFileSize - 300778, 11, 300778));
+}
+
 TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
   const std::string path = MakeFile("v", 3);
   Session s(fs_->mountpoint());
