@@ -50,6 +50,8 @@ struct IoEngineOptions {
   int workers = 0;
   // Submission queue depth of each worker's ring.
   unsigned queue_depth = 256;
+  // Microseconds an idle worker polls for work before it sleeps.
+  unsigned spin_us = 0;
   // Batch planning (io_plan.h): continuing requests merge up to
   // merge_bytes, longer ones split into split_bytes pieces (a multiple of
   // 4096), spread over workers at spread_bytes or more each.

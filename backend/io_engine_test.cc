@@ -37,11 +37,13 @@ class TempFile {
 };
 
 // Both engines must behave the same; the test runs against each.
-enum class Kind { kUring, kInline };
+// kUringSpin: io_uring workers that poll before sleeping.
+enum class Kind { kUring, kUringSpin, kInline };
 
 std::unique_ptr<IoEngine> MakeEngine(Kind kind) {
   IoEngineOptions options;
-  options.use_io_uring = kind == Kind::kUring;
+  options.use_io_uring = kind != Kind::kInline;
+  options.spin_us = kind == Kind::kUringSpin ? 50 : 0;
   options.queue_depth = 8;  // small, so the tests exercise a full queue
   options.workers = 2;
   // Small planning limits, so that short tests merge, split and spread.
@@ -249,10 +251,17 @@ TEST_P(IoEngineTest, SplitWriteLandsWhole) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, IoEngineTest,
-                         ::testing::Values(Kind::kUring, Kind::kInline),
+                         ::testing::Values(Kind::kUring, Kind::kUringSpin,
+                                           Kind::kInline),
                          [](const auto& param_info) {
-                           return param_info.param == Kind::kUring ? "io_uring"
-                                                                   : "inline";
+                           switch (param_info.param) {
+                             case Kind::kUring:
+                               return "io_uring";
+                             case Kind::kUringSpin:
+                               return "io_uring_spin";
+                             default:
+                               return "inline";
+                           }
                          });
 
 TEST(IoEngineFactoryTest, DisabledUringFallsBackWithReason) {

@@ -89,7 +89,8 @@ absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
                                           1u, kMaxDefaultWorkers));
   }
   for (int i = 0; i < workers; ++i) {
-    auto worker = UringWorker::Create(options.queue_depth);
+    auto worker = UringWorker::Create(options.queue_depth,
+                                      uint64_t{options.spin_us} * 1000);
     if (!worker.ok()) return worker.status();
     engine->workers_.push_back(*std::move(worker));
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <utility>
 
 #include "common/errno_status.h"
@@ -23,8 +24,9 @@ constexpr uint64_t kWakeTag = 0;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UringWorker>> UringWorker::Create(
-    unsigned depth) {
+    unsigned depth, uint64_t spin_ns) {
   std::unique_ptr<UringWorker> worker(new UringWorker());
+  worker->spin_ns_ = spin_ns;
   worker->depth_ = std::max(depth, 2u);
   io_uring_params params = {};
   int ret =
@@ -64,6 +66,7 @@ void UringWorker::Enqueue(std::span<WorkItem* const> items) {
   {
     MutexLock lock(&mu_);
     queue_.insert(queue_.end(), items.begin(), items.end());
+    has_work_.store(true, std::memory_order_relaxed);
     wake = may_sleep_;
     may_sleep_ = false;
   }
@@ -87,6 +90,7 @@ bool UringWorker::TakeQueued() {
   {
     MutexLock lock(&mu_);
     taken_.swap(queue_);
+    has_work_.store(false, std::memory_order_relaxed);
     may_sleep_ = false;
     if (stopping_ && taken_.empty() && backlog_.empty() && inflight_ == 0) {
       return false;
@@ -124,6 +128,20 @@ void UringWorker::PrepBacklog() {
   }
 }
 
+bool UringWorker::Spin() {
+  if (spin_ns_ == 0) return false;
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns_);
+  do {
+    // Plain loads: new work is taken under the lock right after.
+    if (has_work_.load(std::memory_order_relaxed) ||
+        io_uring_cq_ready(&uring_) > 0) {
+      return true;
+    }
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
 void UringWorker::Loop() {
   ArmWake();
   std::vector<std::pair<WorkItem*, int64_t>> finished;
@@ -132,6 +150,7 @@ void UringWorker::Loop() {
     PrepBacklog();
     int ret = io_uring_submit(&uring_);
     unsigned ready = io_uring_cq_ready(&uring_);
+    if (ready == 0 && ret >= 0 && Spin()) continue;
     if (ready == 0 && ret >= 0) {
       // Nothing finished inline: sleep, unless work arrived meanwhile.
       {

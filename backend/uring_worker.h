@@ -14,6 +14,7 @@
 
 #include <liburing.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -51,7 +52,11 @@ class WorkItem {
 class UringWorker {
  public:
   // `depth`: submission queue entries, and the most transfers in flight.
-  static absl::StatusOr<std::unique_ptr<UringWorker>> Create(unsigned depth);
+  // `spin_ns`: how long an idle worker polls for new work before it sleeps
+  // (a wakeup costs the submitter a system call and the worker a context
+  // switch; polling costs a CPU).
+  static absl::StatusOr<std::unique_ptr<UringWorker>> Create(
+      unsigned depth, uint64_t spin_ns = 0);
   // Finishes everything queued and in flight, then stops the thread.
   ~UringWorker();
   UringWorker(const UringWorker&) = delete;
@@ -69,12 +74,15 @@ class UringWorker {
   void PrepBacklog();
   void PrepItem(io_uring_sqe* sqe, WorkItem* item);
   void ArmWake();
+  // Polls for new work or completions for up to spin_ns_; true if found.
+  bool Spin();
   // After a ring failure: fails every item handed over until stopped.
   void FailForever();
 
   io_uring uring_;
   int wake_efd_ = -1;
   unsigned depth_ = 0;
+  uint64_t spin_ns_ = 0;
   std::thread thread_;
 
   fgds::Mutex mu_;
@@ -82,6 +90,8 @@ class UringWorker {
   // The thread may be asleep in io_uring_enter: Enqueue must signal.
   bool may_sleep_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // queue_ is not empty (a hint for Spin, read without the lock).
+  std::atomic<bool> has_work_{false};
 
   // The worker thread's own.
   std::deque<WorkItem*> backlog_;

@@ -172,6 +172,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend::IoEngineOptions engine_options;
   engine_options.workers = options.io_workers;
   engine_options.use_io_uring = options.io_workers != 0;
+  engine_options.spin_us =
+      options.io_spin_us >= 0
+          ? static_cast<unsigned>(options.io_spin_us)
+          : (std::thread::hardware_concurrency() >= 8 ? 20u : 0u);
   auto local = backend::LocalBackend::Create(options.data_dir, engine_options);
   if (!local.ok()) {
     ready(local.status());

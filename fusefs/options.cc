@@ -23,6 +23,9 @@ const char* MountUsage() {
          "1048576)\n"
          "  --io-workers N        io_uring worker threads, a ring each "
          "(default: one per CPU, at most 8; 0: no io_uring)\n"
+         "  --io-spin-us N        microseconds an idle io_uring worker polls "
+         "for work before sleeping (default 20 with 8 or more CPUs, else "
+         "0)\n"
          "  --threads N           most FUSE worker threads (default 16)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n";
 }
@@ -70,7 +73,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       (arg == "--attr-timeout" ? options.attr_timeout : options.entry_timeout) =
           seconds;
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
-               arg == "--io-workers" || arg == "--threads") {
+               arg == "--io-workers" || arg == "--io-spin-us" ||
+               arg == "--threads") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -84,6 +88,9 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
         options.max_io = static_cast<unsigned>(n);
       } else if (arg == "--io-workers") {
         options.io_workers = n;
+      } else if (arg == "--io-spin-us") {
+        if (n > 1000000) return BadValue(arg, v);
+        options.io_spin_us = n;
       } else {
         if (n < 1) return BadValue(arg, v);
         options.max_threads = n;

@@ -42,6 +42,8 @@ TEST(OptionsTest, AllFlags) {
                         "131072",
                         "--io-workers",
                         "0",
+                        "--io-spin-us",
+                        "7",
                         "--threads",
                         "4",
                         "-o",
@@ -58,6 +60,7 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->readahead_kb, 0u);
   EXPECT_EQ(options->max_io, 131072u);
   EXPECT_EQ(options->io_workers, 0);
+  EXPECT_EQ(options->io_spin_us, 7);
   EXPECT_EQ(options->max_threads, 4);
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
