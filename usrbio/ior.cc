@@ -2,11 +2,9 @@
 // completions, and waiting without losing a wakeup or hanging on a dead
 // daemon.
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,8 +22,6 @@ namespace {
 
 constexpr uint32_t kDefaultEntries = 256;
 constexpr uint32_t kDefaultTimeoutUs = 100;
-// How often a client asleep in fgds_ior_wait checks that the daemon lives.
-constexpr uint64_t kDeathCheckNs = 20'000'000;
 
 bool ParamsValid(const fgds_ior_params& p) {
   for (uint64_t r : p.reserved) {
@@ -103,29 +99,25 @@ int SleepForCompletions(fgds_ior* ior, uint64_t deadline_ns) {
       fgds_load_relaxed(&ring->cq_head.flags) & FGDS_RING_CQ_ALWAYS_NOTIFY;
   // Announce that we sleep, then re-check: the fence pairs with the
   // daemon's (publish cq_tail; fence; read CQ flags), so either it sees
-  // CQ_WAITING and wakes the futex, or we see its completions.
+  // CQ_WAITING and writes the eventfd, or we see its completions.
   fgds_store_relaxed(&ring->cq_head.flags, sticky | FGDS_RING_CQ_WAITING);
   fgds_full_fence();
   int result = 0;
-  const uint32_t seen = fgds_load_acquire(&ring->cq_tail.value);
-  if (seen == fgds_load_relaxed(&ring->cq_head.value)) {
-    // Sleep on the tail itself: the kernel compares it with `seen` first,
-    // so a completion published after our check cannot be slept through.
-    // A daemon that died wakes nobody, but its end of the socket closes:
-    // sleep in slices and look at the socket between them.
+  if (fgds_load_acquire(&ring->cq_tail.value) ==
+      fgds_load_relaxed(&ring->cq_head.value)) {
+    pollfd fds[2] = {{ior->complete_efd, POLLIN, 0},
+                     {ior->session->sock, POLLRDHUP, 0}};
     const uint64_t now = NowNs();
     const uint64_t left_ns = deadline_ns > now ? deadline_ns - now : 0;
-    const uint64_t slice_ns = std::min<uint64_t>(left_ns, kDeathCheckNs);
-    timespec ts = {static_cast<time_t>(slice_ns / 1000000000u),
-                   static_cast<long>(slice_ns % 1000000000u)};
-    if (syscall(SYS_futex, &ring->cq_tail.value, FUTEX_WAIT, seen, &ts, nullptr,
-                0) != 0 &&
-        errno != EAGAIN && errno != EINTR && errno != ETIMEDOUT) {
-      result = -errno;
+    timespec ts = {static_cast<time_t>(left_ns / 1000000000u),
+                   static_cast<long>(left_ns % 1000000000u)};
+    int ret = ppoll(fds, 2, deadline_ns == UINT64_MAX ? nullptr : &ts, nullptr);
+    if (ret < 0 && errno != EINTR) result = -errno;
+    if (ret > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t count;
+      (void)!read(ior->complete_efd, &count, sizeof(count));
     }
-    pollfd hup = {ior->session->sock, POLLRDHUP, 0};
-    if (poll(&hup, 1, 0) > 0 &&
-        (hup.revents & (POLLHUP | POLLRDHUP | POLLERR))) {
+    if (ret > 0 && (fds[1].revents & (POLLHUP | POLLRDHUP | POLLERR))) {
       result = -ENOTCONN;
     }
   }

@@ -1,17 +1,14 @@
 #include "fusefs/session/ring.h"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -227,33 +224,12 @@ void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
     // Release: the CQE above is complete before the tail that publishes it.
     fgds_store_release(&header_->cq_tail.value, cq_tail_);
   }
-  // Pairs with the client's (set CQ_WAITING; fence; read cq_tail) in
-  // fgds_ior_wait: either it sees the completion or we see its flag.
-  fgds_full_fence();
-  const uint32_t flags = fgds_load_relaxed(&header_->cq_head.flags);
-  if (flags & FGDS_RING_CQ_WAITING) {
-    // A futex wake never blocks, whatever the client does to its memory,
-    // so engine threads may do it themselves (unlike writing the client's
-    // eventfd, which it can make blocking).
-    syscall(SYS_futex, &header_->cq_tail.value, FUTEX_WAKE, INT_MAX, nullptr,
-            nullptr, 0);
+  // Dekker with the worker's Sleep (sleeping_ then notify_pending_): either
+  // it sees the pending notification or we see it asleep and wake it.
+  if (!notify_pending_.exchange(true, std::memory_order_seq_cst) &&
+      sleeping_.load(std::memory_order_seq_cst)) {
+    Signal(wake_efd_);
   }
-  if (flags & FGDS_RING_CQ_ALWAYS_NOTIFY) {
-    // The eventfd is written by the worker alone (see ring.h). Dekker with
-    // the worker's Sleep (sleeping_ then notify_pending_): either it sees
-    // the pending notification or we see it asleep and wake it.
-    if (!notify_pending_.exchange(true, std::memory_order_seq_cst) &&
-        sleeping_.load(std::memory_order_seq_cst)) {
-      Signal(wake_efd_);
-    }
-  }
-}
-
-void Ring::Retire(uint32_t count) {
-  inflight_.fetch_sub(count, std::memory_order_seq_cst);
-  // A worker that stopped for want of CQ room waits for this (Dekker with
-  // WorkerLoop: it sets starved_, then re-checks Room()).
-  if (starved_.load(std::memory_order_seq_cst)) Signal(wake_efd_);
 }
 
 uint32_t Ring::Room() const {
@@ -274,7 +250,13 @@ uint32_t Ring::Room() const {
 
 void Ring::DeliverNotify() {
   if (!notify_pending_.exchange(false, std::memory_order_seq_cst)) return;
-  Signal(complete_efd_);
+  // Pairs with the client's (set CQ_WAITING; fence; read cq_tail) in
+  // fgds_ior_wait: either it sees the completions or we see its flag.
+  fgds_full_fence();
+  const uint32_t flags = fgds_load_relaxed(&header_->cq_head.flags);
+  if (flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) {
+    Signal(complete_efd_);
+  }
 }
 
 void Ring::Sleep(uint64_t deadline_ns, uint32_t seen_tail) {
@@ -375,17 +357,7 @@ void Ring::WorkerLoop() {
         continue;
       }
     }
-    uint32_t take = std::min(avail, Room());
-    if (take == 0 && avail > 0) {
-      // No CQ room: room comes back when the client reaps (it kicks us) or
-      // when a batch retires (Retire wakes us while starved_ is set).
-      starved_.store(true, std::memory_order_seq_cst);
-      fgds_full_fence();
-      take = std::min(avail, Room());
-      if (take == 0) Sleep(0, tail);
-      starved_.store(false, std::memory_order_relaxed);
-      continue;
-    }
+    const uint32_t take = std::min(avail, Room());
     if (take == 0) {
       Sleep(0, tail);
       continue;

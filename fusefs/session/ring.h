@@ -10,13 +10,11 @@
 // counting I/O in flight, so completions never overwrite unreaped ones.
 //
 // Wakeups: the worker sleeps on the submit eventfd with NEED_WAKEUP set (an
-// optional spin first). Completions are posted on engine threads; a client
-// thread sleeping in fgds_ior_wait (CQ_WAITING) sleeps on a futex on
-// cq_tail, which the posting thread wakes itself: a futex wake never
-// blocks. The completion eventfd (for event loops, CQ_ALWAYS_NOTIFY) is
-// written by the worker alone: a client can make its eventfds block (they
-// are its objects), and then only its own worker waits, never an engine
-// thread that serves everyone.
+// optional spin first); completions are posted on engine threads, which
+// only touch daemon-private state and memory; the client's completion
+// eventfd is written by the worker alone. A client can make its eventfds
+// block (they are its objects), and then only its own worker waits, never
+// an engine thread that serves everyone.
 //
 // Lifetime: each batch of I/O in flight holds a shared_ptr to the Ring (and
 // to the iovs and files it uses), so Stop() returns at once and the mapping
@@ -68,7 +66,9 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // Writes' completions wait for this (null: none); see cache_invalidator.h.
   CacheInvalidator* invalidator() const { return invalidator_; }
   // `count` engine requests of this ring finished (after their Posts).
-  void Retire(uint32_t count);
+  void Retire(uint32_t count) {
+    inflight_.fetch_sub(count, std::memory_order_release);
+  }
 
  private:
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
@@ -122,8 +122,6 @@ class Ring : public std::enable_shared_from_this<Ring> {
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> notify_pending_{false};
   std::atomic<bool> sleeping_{false};
-  // The worker waits for CQ room (not for submissions): Retire wakes it.
-  std::atomic<bool> starved_{false};
   std::atomic<bool> stop_{false};
   std::thread worker_;
 };
