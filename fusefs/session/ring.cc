@@ -232,6 +232,13 @@ void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
   }
 }
 
+void Ring::Retire(uint32_t count) {
+  inflight_.fetch_sub(count, std::memory_order_seq_cst);
+  // A worker that stopped for want of CQ room waits for this (Dekker with
+  // WorkerLoop: it sets starved_, then re-checks Room()).
+  if (starved_.load(std::memory_order_seq_cst)) Signal(wake_efd_);
+}
+
 uint32_t Ring::Room() const {
   // inflight_ first: a completion publishes its CQE before leaving
   // inflight_, so reading in this order can count one twice (less room),
@@ -357,7 +364,17 @@ void Ring::WorkerLoop() {
         continue;
       }
     }
-    const uint32_t take = std::min(avail, Room());
+    uint32_t take = std::min(avail, Room());
+    if (take == 0 && avail > 0) {
+      // No CQ room: it comes back when the client reaps (it kicks us) or
+      // when a batch retires (Retire wakes us while starved_ is set).
+      starved_.store(true, std::memory_order_seq_cst);
+      fgds_full_fence();
+      take = std::min(avail, Room());
+      if (take == 0) Sleep(0, tail);
+      starved_.store(false, std::memory_order_relaxed);
+      continue;
+    }
     if (take == 0) {
       Sleep(0, tail);
       continue;

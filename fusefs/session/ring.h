@@ -66,9 +66,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // Writes' completions wait for this (null: none); see cache_invalidator.h.
   CacheInvalidator* invalidator() const { return invalidator_; }
   // `count` engine requests of this ring finished (after their Posts).
-  void Retire(uint32_t count) {
-    inflight_.fetch_sub(count, std::memory_order_release);
-  }
+  void Retire(uint32_t count);
 
  private:
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
@@ -122,6 +120,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   std::atomic<uint32_t> inflight_{0};
   std::atomic<bool> notify_pending_{false};
   std::atomic<bool> sleeping_{false};
+  // The worker waits for CQ room (not for submissions): Retire wakes it.
+  std::atomic<bool> starved_{false};
   std::atomic<bool> stop_{false};
   std::thread worker_;
 };
