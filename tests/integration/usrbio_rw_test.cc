@@ -304,6 +304,60 @@ TEST_F(UsrbioRwTest, OnlyRegularFilesOfThisMountRegister) {
   close(fd);
 }
 
+// A client that scribbles over its own ring indexes (a tail far ahead, a
+// head past what was posted) harms only its own ring: the daemon takes at
+// most a ring's worth of entries, fails the garbage ones, never posts into
+// slots it cannot prove free, and keeps serving everyone else.
+TEST_F(UsrbioRwTest, CorruptRingIndexesHarmOnlyThatRing) {
+  const std::string path = MakeFile("ci", 6);
+  Session bad(fs_->mountpoint());
+  ASSERT_EQ(bad.open_result, 0);
+  Ior bad_ior(&bad.s);
+  ASSERT_EQ(bad_ior.result, 0);
+  fgds_ring_header* ring = bad_ior.ior.ring;
+  const uint32_t cq_entries = bad_ior.ior.cq_entries;
+  // Garbage in every SQE slot, then a tail far ahead, and a kick.
+  memset(bad_ior.ior.sqes, 0x5a, sizeof(fgds_sqe) * bad_ior.ior.sq_entries);
+  fgds_store_release(&ring->sq_tail.value, 0x7fff0000u);
+  uint64_t one = 1;
+  ASSERT_EQ(write(bad_ior.ior.submit_efd, &one, sizeof(one)), 8);
+  // The daemon fails garbage entries until the CQ is full, and then
+  // stops: it never posts over an unreaped completion.
+  for (int i = 0;
+       i < 2000 && fgds_load_acquire(&ring->cq_tail.value) < cq_entries; ++i) {
+    usleep(1000);
+  }
+  usleep(20000);
+  EXPECT_EQ(fgds_load_acquire(&ring->cq_tail.value), cq_entries);
+  for (uint32_t i = 0; i < cq_entries; ++i) {
+    EXPECT_EQ(bad_ior.ior.cqes[i].result, -EINVAL) << i;
+  }
+  // A cq_head past the tail: the daemon must not take it as free room.
+  fgds_store_release(&ring->cq_head.value, 0x40000000u);
+  ASSERT_EQ(write(bad_ior.ior.submit_efd, &one, sizeof(one)), 8);
+  usleep(50000);
+  EXPECT_LE(fgds_load_acquire(&ring->cq_tail.value), cq_entries);
+
+  // Everyone else is unharmed.
+  Session good(fs_->mountpoint());
+  ASSERT_EQ(good.open_result, 0);
+  Iov iov(&good.s, 65536);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&good.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDONLY);
+  int id = fgds_fd_register(&good.s, fd, 0);
+  close(fd);
+  ASSERT_GE(id, 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 4096, 65536, 1),
+            0);
+  fgds_cqe cqe;
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+  EXPECT_EQ(cqe.result, 65536);
+  EXPECT_TRUE(MatchesPattern(iov.at(0), 65536, 6, 4096));
+  // The bad ring and its session still close cleanly (the owners above).
+}
+
 TEST_F(UsrbioRwTest, MalformedMessageClosesOnlyThatSession) {
   const std::string path = MakeFile("m", 5);
   Session good(fs_->mountpoint());
