@@ -54,37 +54,19 @@ done
 echo "THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)"
 
 step "dependencies into $DEPS (private prefix; unpacking into / breaks the image)"
-rm -rf "$DEPS" "$BUILD"
-mkdir -p "$DEPS" "$RESULTS"
-for deb in .deps/*.deb; do dpkg -x "$deb" "$DEPS" || exit 1; done
-# Absolute links (libfuse3.so -> /lib/...) must point into the prefix.
-find "$DEPS" -type l | while read -r link; do
-  target=$(readlink "$link")
-  case "$target" in /*) ln -sfn "$DEPS$target" "$link" ;; esac
-done
-LIBDIRS=$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/lib/x86_64-linux-gnu
-export CPATH=$DEPS/usr/include:$DEPS/usr/include/x86_64-linux-gnu
-export LIBRARY_PATH=$LIBDIRS
-export LD_LIBRARY_PATH=$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PKG_CONFIG_LIBDIR=$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig:$DEPS/usr/share/pkgconfig
-export PKG_CONFIG_SYSROOT_DIR=$DEPS
-export PATH=$DEPS/bin:$DEPS/usr/bin:$PATH
+rm -rf "$BUILD"
+mkdir -p "$RESULTS"
+source tests/device/deps.sh || { echo "dependencies failed"; exit 1; }
 ONLY_USRBIO=${FGDS_ONLY_USRBIO_GPU:-0}
 echo "fusermount3: $(command -v fusermount3 || echo none); /dev/fuse: $(ls /dev/fuse 2>&1)"
-PKG_CONFIG=$(command -v pkg-config || echo "$DEPS/usr/bin/pkgconf")
 echo "pkg-config: $PKG_CONFIG; liburing $("$PKG_CONFIG" --modversion liburing 2>&1)"
 
 step "configure and build"
-# The device's g++ 13 may warn where Debian's g++ 12 does not: keep going
-# (the warnings are in build.log); -Werror is CI's job. Abseil 20220623
-# predates g++ 13's leaner <string>, hence the forced <cstdint>.
-printf '#!/bin/sh\nexec "$@" -Wno-error\n' > /tmp/fgds-no-werror
-chmod +x /tmp/fgds-no-werror
+# deps.sh's arguments: -Werror off (the device's g++ 13 warns where
+# Debian's g++ 12 does not; the warnings are in build.log, -Werror is CI's
+# job) and abseil 20220623's missing <cstdint>.
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_PREFIX_PATH="$DEPS/usr" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
-  -DPKG_CONFIG_EXECUTABLE="$PKG_CONFIG" -DCMAKE_CXX_FLAGS="-include cstdint" \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=/tmp/fgds-no-werror \
-  -DCMAKE_C_COMPILER_LAUNCHER=/tmp/fgds-no-werror >"$BUILD/configure.log" 2>&1 ||
+  "${FGDS_CMAKE_DEP_ARGS[@]}" >"$BUILD/configure.log" 2>&1 ||
   { tail -40 "$BUILD/configure.log"; echo "configure failed"; }
 TARGETS="cuda_test direct_test gpu_read_test gpu_write_test gpu_concurrency_test
          gpu_lifetime_test gpu_driver_test usrbio_gpu_test usrbio_test
