@@ -148,7 +148,12 @@ void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
     return;
   }
   size_t n = std::min(size, content.size() - static_cast<size_t>(off));
-  fuse_reply_buf(req, content.data() + off, n);
+  // Reply from a copy: once the kernel has the reply, the reader may close
+  // and its RELEASE (another FUSE thread) free `file` while this thread is
+  // still returning from writev; ASan checks the buffer only then. Control
+  // files are a few hundred bytes.
+  const std::string slice = content.substr(static_cast<size_t>(off), n);
+  fuse_reply_buf(req, slice.data(), slice.size());
 }
 
 void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
