@@ -7,6 +7,11 @@
 namespace fgds::backend {
 
 int64_t RunBlocking(const IoRequest& request) {
+  if (IsSync(request.op)) {
+    int ret =
+        request.op == IoOp::kFsync ? fsync(request.fd) : fdatasync(request.fd);
+    return ret == 0 ? 0 : -errno;
+  }
   auto* buf = static_cast<char*>(request.buf);
   size_t done = 0;
   while (done < request.len) {

@@ -30,7 +30,13 @@ class IoCompletion {
   virtual void Complete(int64_t result) = 0;
 };
 
-enum class IoOp : uint8_t { kRead, kWrite };
+// kFsync/kFdatasync: fsync(2)/fdatasync(2) of fd (buf, len and offset
+// unused, len 0); the result is 0 or -errno.
+enum class IoOp : uint8_t { kRead, kWrite, kFsync, kFdatasync };
+
+inline bool IsSync(IoOp op) {
+  return op == IoOp::kFsync || op == IoOp::kFdatasync;
+}
 
 struct IoRequest {
   IoOp op = IoOp::kRead;

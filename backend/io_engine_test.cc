@@ -158,6 +158,19 @@ TEST_P(IoEngineTest, ConcurrentBatchesCompleteExactlyOnce) {
   EXPECT_EQ(out, data);
 }
 
+TEST_P(IoEngineTest, FsyncAndFdatasyncReportZeroOrErrno) {
+  auto engine = MakeEngine(GetParam());
+  TempFile file;
+  char data[4096] = {1, 2, 3};
+  ASSERT_EQ(
+      SubmitAndWait(*engine, IoOp::kWrite, file.fd(), data, sizeof(data), 0),
+      4096);
+  EXPECT_EQ(SubmitAndWait(*engine, IoOp::kFsync, file.fd(), nullptr, 0, 0), 0);
+  EXPECT_EQ(SubmitAndWait(*engine, IoOp::kFdatasync, file.fd(), nullptr, 0, 0),
+            0);
+  EXPECT_EQ(SubmitAndWait(*engine, IoOp::kFsync, -1, nullptr, 0, 0), -EBADF);
+}
+
 // Collects one batch's results.
 struct BatchResults {
   struct Slot : IoCompletion {

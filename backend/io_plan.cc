@@ -7,8 +7,9 @@ namespace {
 
 // Whether `next` continues `prev` in the file and in memory.
 bool Continues(const IoRequest& prev, const IoRequest& next) {
-  return prev.op == next.op && prev.fd == next.fd && prev.len > 0 &&
-         next.len > 0 && prev.offset + prev.len == next.offset &&
+  return prev.op == next.op && !IsSync(prev.op) && prev.fd == next.fd &&
+         prev.len > 0 && next.len > 0 &&
+         prev.offset + prev.len == next.offset &&
          static_cast<char*>(prev.buf) + prev.len == next.buf;
 }
 

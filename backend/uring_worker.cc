@@ -105,7 +105,11 @@ void UringWorker::PrepItem(io_uring_sqe* sqe, WorkItem* item) {
   const size_t len = std::min(item->len_ - item->done_, kMaxTransfer);
   char* buf = item->buf_ + item->done_;
   const uint64_t offset = item->offset_ + item->done_;
-  if (item->len_ == 0) {
+  if (IsSync(item->op_)) {
+    io_uring_prep_fsync(
+        sqe, item->fd_,
+        item->op_ == IoOp::kFdatasync ? IORING_FSYNC_DATASYNC : 0);
+  } else if (item->len_ == 0) {
     // Nothing to move, but the completion still comes from the ring, so
     // every item finishes the same way.
     io_uring_prep_nop(sqe);

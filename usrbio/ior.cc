@@ -235,7 +235,7 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
     return -EINVAL;
   }
   if ((opcode != FGDS_OP_READ && opcode != FGDS_OP_WRITE) ||
-      (sqe_flags & ~FGDS_SQE_VALID_FLAGS) != 0 || fd_id < 0 || len == 0) {
+      (sqe_flags & ~FGDS_SQE_BUFFERED) != 0 || fd_id < 0 || len == 0) {
     return -EINVAL;
   }
   // Overflow-safe "buf + len inside the iov" (the daemon checks again).
@@ -269,6 +269,23 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
   sqe.len = len;
   sqe.userdata = userdata;
   if (stager != nullptr) return stager->PrepHost(sqe);
+  return fgds::usrbio::PrepSqe(ior, sqe);
+}
+
+extern "C" int fgds_prep_fsync(struct fgds_ior* ior, int fd_id,
+                               uint32_t sqe_flags, uint64_t userdata) noexcept {
+  if (ior == nullptr || ior->ring == nullptr || fd_id < 0 ||
+      (sqe_flags & ~FGDS_SQE_DATASYNC) != 0) {
+    return -EINVAL;
+  }
+  fgds_sqe sqe = {};
+  sqe.opcode = FGDS_OP_FSYNC;
+  sqe.flags = static_cast<uint8_t>(sqe_flags);
+  sqe.fd_id = static_cast<uint32_t>(fd_id);
+  sqe.userdata = userdata;
+  if (auto* stager = fgds::usrbio::gpu::StagerOf(ior)) {
+    return stager->PrepHost(sqe);
+  }
   return fgds::usrbio::PrepSqe(ior, sqe);
 }
 

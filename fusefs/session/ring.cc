@@ -83,7 +83,9 @@ class RingBatch {
     op.write_node = io.write ? (*io.file)->node : 0;
     // Consecutive entries mostly share their iov and file: keep each once
     // per run (a repeat later in the batch only costs a copy).
-    if (iovs_.empty() || iovs_.back() != *io.iov) iovs_.push_back(*io.iov);
+    if (io.iov != nullptr && (iovs_.empty() || iovs_.back() != *io.iov)) {
+      iovs_.push_back(*io.iov);
+    }
     if (files_.empty() || files_.back() != *io.file) files_.push_back(*io.file);
     return &op;
   }
@@ -328,9 +330,13 @@ void Ring::Dispatch(uint32_t count) {
         failed_.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
-      requests_.push_back(backend::IoRequest{
-          io.write ? backend::IoOp::kWrite : backend::IoOp::kRead, io.fd,
-          io.buf, io.len, io.offset, batch->Add(sqe, io)});
+      backend::IoOp op =
+          io.write ? backend::IoOp::kWrite : backend::IoOp::kRead;
+      if (io.sync) {
+        op = io.datasync ? backend::IoOp::kFdatasync : backend::IoOp::kFsync;
+      }
+      requests_.push_back(backend::IoRequest{op, io.fd, io.buf, io.len,
+                                             io.offset, batch->Add(sqe, io)});
     }
   }
   for (const Failed& f : failed_)

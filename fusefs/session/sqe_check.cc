@@ -6,15 +6,36 @@
 #include "fgds/usrbio.h"
 
 namespace fgds::session {
+namespace {
+
+int CheckSync(const fgds_sqe& sqe, const Registry& registry, CheckedIo* out)
+    ABSL_SHARED_LOCKS_REQUIRED(registry.mu()) {
+  if ((sqe.flags & ~FGDS_SQE_DATASYNC) != 0 || sqe.iov_id != 0 ||
+      sqe.iov_offset != 0 || sqe.file_offset != 0 || sqe.len != 0) {
+    return -EINVAL;
+  }
+  const std::shared_ptr<RegisteredFile>* file = registry.FindFile(sqe.fd_id);
+  if (file == nullptr) return -EBADF;
+  out->sync = true;
+  out->datasync = (sqe.flags & FGDS_SQE_DATASYNC) != 0;
+  out->fd = (*file)->fd;
+  out->path = FGDS_PATH_NONE;
+  out->file = file;
+  return 0;
+}
+
+}  // namespace
 
 int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
              CheckedIo* out) {
   if (sqe.reserved0 != 0 || (sqe.flags & ~FGDS_SQE_VALID_FLAGS) != 0) {
     return -EINVAL;
   }
+  if (sqe.opcode == FGDS_OP_FSYNC) return CheckSync(sqe, registry, out);
   if (sqe.opcode != FGDS_OP_READ && sqe.opcode != FGDS_OP_WRITE) {
     return -EINVAL;
   }
+  if (sqe.flags & FGDS_SQE_DATASYNC) return -EINVAL;
   if (sqe.len == 0 || sqe.len > kMaxSqeLen) return -EINVAL;
   // off_t is signed: the last byte must stay below 2^63. Written so that no
   // sum can wrap.

@@ -26,6 +26,9 @@ inline constexpr uint64_t kDirectAlign = 4096;
 // What a valid entry resolves to.
 struct CheckedIo {
   bool write = false;
+  // FGDS_OP_FSYNC: fd is the one to sync; buf, len, offset and iov unused.
+  bool sync = false;
+  bool datasync = false;
   int fd = -1;  // the descriptor to use (direct or buffered)
   char* buf = nullptr;
   uint64_t len = 0;
@@ -38,7 +41,9 @@ struct CheckedIo {
 };
 
 // Returns 0 and fills *out, or:
-//   -EINVAL  nonzero reserved fields, unknown opcode or flags, zero or
+//   -EINVAL  nonzero reserved fields, unknown opcode or flags, an fsync
+//            with a nonzero iov, offset or length, FGDS_SQE_DATASYNC on a
+//            read or write, zero or
 //            oversized length, an iov id this session does not have, a range
 //            outside the iov, or a file range past the largest offset;
 //   -EBADF   a file id this session does not have;

@@ -15,6 +15,15 @@ namespace {
 
 constexpr uint64_t kIovSize = 1 << 20;
 
+// Turns a valid read into a valid fsync of the same file.
+void MakeSync(fgds_sqe& s) {
+  s.opcode = FGDS_OP_FSYNC;
+  s.iov_id = 0;
+  s.iov_offset = 0;
+  s.file_offset = 0;
+  s.len = 0;
+}
+
 class SqeCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -71,7 +80,47 @@ TEST_F(SqeCheckTest, EveryRuleRejectsItsCase) {
       {"reserved0", [](fgds_sqe& s) { s.reserved0 = 1; }, -EINVAL},
       {"unknown flag", [](fgds_sqe& s) { s.flags = 0x80; }, -EINVAL},
       {"opcode 0", [](fgds_sqe& s) { s.opcode = 0; }, -EINVAL},
-      {"opcode 3", [](fgds_sqe& s) { s.opcode = 3; }, -EINVAL},
+      {"opcode 4", [](fgds_sqe& s) { s.opcode = 4; }, -EINVAL},
+      {"datasync flag on a read",
+       [](fgds_sqe& s) { s.flags = FGDS_SQE_DATASYNC; }, -EINVAL},
+      {"fsync", [](fgds_sqe& s) { MakeSync(s); }, 0},
+      {"fdatasync of a read-only file",
+       [this](fgds_sqe& s) {
+         MakeSync(s);
+         s.flags = FGDS_SQE_DATASYNC;
+         s.fd_id = ro_;
+       },
+       0},
+      {"fsync with a length",
+       [](fgds_sqe& s) {
+         MakeSync(s);
+         s.len = 4096;
+       },
+       -EINVAL},
+      {"fsync with a file offset",
+       [](fgds_sqe& s) {
+         MakeSync(s);
+         s.file_offset = 4096;
+       },
+       -EINVAL},
+      {"fsync naming an iov",
+       [](fgds_sqe& s) {
+         MakeSync(s);
+         s.iov_id = 1;
+       },
+       -EINVAL},
+      {"fsync with the buffered flag",
+       [](fgds_sqe& s) {
+         MakeSync(s);
+         s.flags = FGDS_SQE_BUFFERED;
+       },
+       -EINVAL},
+      {"fsync of an unknown fd",
+       [](fgds_sqe& s) {
+         MakeSync(s);
+         s.fd_id = 999;
+       },
+       -EBADF},
       {"zero length", [](fgds_sqe& s) { s.len = 0; }, -EINVAL},
       {"length over limit", [](fgds_sqe& s) { s.len = kMaxSqeLen + 1; },
        -EINVAL},

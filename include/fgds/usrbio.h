@@ -258,6 +258,14 @@ static inline int fgds_prep_write(struct fgds_ior* ior,
                       userdata);
 }
 
+/* fgds_prep_fsync queues an fsync(2) of registered file `fd_id`
+ * (fdatasync(2) with FGDS_SQE_DATASYNC in `sqe_flags`): durable once its
+ * completion (result 0 or -errno) arrives. It covers the writes that had
+ * completed when it was submitted: reap the writes first. Returns 0,
+ * -EAGAIN (ring full) or -EINVAL. */
+int fgds_prep_fsync(struct fgds_ior* ior, int fd_id, uint32_t sqe_flags,
+                    uint64_t userdata) FGDS_NOEXCEPT;
+
 /* fgds_ior_submit hands every prepared entry to the daemon (one eventfd
  * write at most, none while the daemon's worker is awake). Returns the
  * number submitted. */

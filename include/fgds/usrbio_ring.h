@@ -47,15 +47,21 @@
 /* SQE opcodes. */
 #define FGDS_OP_READ 1u
 #define FGDS_OP_WRITE 2u
+/* fsync(2) of the file (fdatasync(2) with FGDS_SQE_DATASYNC): iov_id,
+ * iov_offset, file_offset and len are 0. It covers the writes that had
+ * completed when it was submitted (reap them first), as io_uring's fsync. */
+#define FGDS_OP_FSYNC 3u
 
 /* SQE flags. */
 /* Serve this entry through the page cache even if it is aligned. */
 #define FGDS_SQE_BUFFERED 1u
-#define FGDS_SQE_VALID_FLAGS (FGDS_SQE_BUFFERED)
+/* FGDS_OP_FSYNC only: data (and the size), not every attribute. */
+#define FGDS_SQE_DATASYNC 2u
+#define FGDS_SQE_VALID_FLAGS (FGDS_SQE_BUFFERED | FGDS_SQE_DATASYNC)
 
 /* How a completion's data moved (fgds_cqe.path). */
-#define FGDS_PATH_NONE 0u       /* failed before any I/O was issued */
-#define FGDS_PATH_DIRECT 1u     /* O_DIRECT, straight between iov and disk */
+#define FGDS_PATH_NONE 0u   /* no data moved: failed before any I/O, or fsync */
+#define FGDS_PATH_DIRECT 1u /* O_DIRECT, straight between iov and disk */
 #define FGDS_PATH_PAGE_CACHE 2u /* buffered, through the page cache */
 /* A GPU iov entry (fgds_iov_wrap_gpu): through pinned host staging memory
  * and a device copy made by the client library. */
@@ -77,7 +83,7 @@
 /* A submission: copied once out of shared memory by the daemon, then
  * validated. Reserved fields must be zero. */
 struct fgds_sqe {
-  uint8_t opcode; /* FGDS_OP_READ or FGDS_OP_WRITE */
+  uint8_t opcode; /* FGDS_OP_READ, FGDS_OP_WRITE or FGDS_OP_FSYNC */
   uint8_t flags;  /* FGDS_SQE_* */
   uint16_t reserved0;
   uint32_t iov_id; /* an iov registered by this session */

@@ -57,6 +57,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (ret != -EINVAL && ret != -EBADF && ret != -EACCES) abort();
       continue;
     }
+    if (io.sync) {
+      // An fsync names a registered file and nothing else.
+      if (io.file == nullptr || io.iov != nullptr || io.fd != (*io.file)->fd ||
+          sqe.len != 0 || sqe.iov_offset != 0 || sqe.file_offset != 0) {
+        abort();
+      }
+      continue;
+    }
     const char* base = (*io.iov)->base();
     if (io.buf < base || io.len == 0 || io.len > (*io.iov)->size() ||
         static_cast<uint64_t>(io.buf - base) > (*io.iov)->size() - io.len) {

@@ -203,6 +203,52 @@ TEST_F(UsrbioRwTest, MountReadersSeeUsrbioWritesAtOnce) {
       MatchesPattern(seen.data() + 300778, kFileSize - 300778, 11, 300778));
 }
 
+// fsync and fdatasync entries: 0 for a registered file (any access mode),
+// -EBADF for an unknown id, -EINVAL for arguments an fsync does not take.
+TEST_F(UsrbioRwTest, FsyncEntriesReportTheirResult) {
+  const std::string path = MakeFile("sync", 8);
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  Iov iov(&s.s, 65536);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int fd = open(path.c_str(), O_RDWR);
+  int id = fgds_fd_register(&s.s, fd, 0);
+  close(fd);
+  ASSERT_GE(id, 0);
+  FillPattern(iov.at(0), 65536, 9, 0);
+  ASSERT_EQ(fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, 0, 65536, 1), 0);
+  fgds_cqe cqes[4];
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 1), 1);
+  ASSERT_EQ(cqes[0].result, 65536);
+
+  EXPECT_EQ(fgds_prep_fsync(&ior.ior, id, 0x80, 9), -EINVAL);
+  ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, 0, 2), 0);
+  ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, FGDS_SQE_DATASYNC, 3), 0);
+  ASSERT_EQ(fgds_prep_fsync(&ior.ior, id + 50, 0, 4), 0);
+  const uint32_t slot = (ior.ior.ring->sq_tail.value + ior.ior.sq_pending) &
+                        (ior.ior.sq_entries - 1);
+  ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, 0, 5), 0);
+  ior.ior.sqes[slot].len = 4096;  // an fsync takes no range
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 4), 4);
+  for (const fgds_cqe& c : cqes) {
+    EXPECT_EQ(c.path, FGDS_PATH_NONE);
+    switch (c.userdata) {
+      case 2:
+      case 3:
+        EXPECT_EQ(c.result, 0) << c.userdata;
+        break;
+      case 4:
+        EXPECT_EQ(c.result, -EBADF);
+        break;
+      default:
+        EXPECT_EQ(c.userdata, 5u);
+        EXPECT_EQ(c.result, -EINVAL);
+    }
+  }
+}
+
 TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
   const std::string path = MakeFile("v", 3);
   Session s(fs_->mountpoint());

@@ -127,15 +127,21 @@ class UsrbioWorker : public PhaseWorker {
     if (!error.ok()) return error;
     stats.io_done_ns = MonotonicNanos();
     if (spec_.op == Op::kWrite) {
-      // usrbio has no fsync entry yet: fsync through the mount reaches the
-      // same backing inode.
-      int fd = open(spec_.path.c_str(), O_WRONLY);
-      if (fd < 0 || fsync(fd) != 0) {
-        int err = errno;
-        if (fd >= 0) close(fd);
-        return PosixError(absl::StrCat("fsync ", spec_.path), err);
+      // The writes are all reaped: an fsync entry now covers them.
+      if (int ret = fgds_prep_fsync(&ior_, file_id_, 0, 0); ret != 0) {
+        return PosixError("usrbio fsync prep", -ret);
       }
-      close(fd);
+      fgds_cqe cqe;
+      if (int ret = fgds_ior_submit(&ior_); ret < 0) {
+        return PosixError("usrbio submit", -ret);
+      }
+      if (int n = fgds_ior_wait(&ior_, &cqe, 1, 1, -1); n != 1) {
+        return PosixError("usrbio wait", n < 0 ? -n : EIO);
+      }
+      if (cqe.result < 0) {
+        return PosixError(absl::StrCat("usrbio fsync ", spec_.path),
+                          static_cast<int>(-cqe.result));
+      }
     }
     stats.sync_done_ns = MonotonicNanos();
     return absl::OkStatus();
