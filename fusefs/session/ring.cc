@@ -89,7 +89,6 @@ class RingBatch {
     if (files_.empty() || files_.back() != *io.file) files_.push_back(*io.file);
     return &op;
   }
-  uint32_t used() const { return used_; }
   // Called once all Adds are done, before the engine sees any request.
   void Arm() { remaining_.store(used_, std::memory_order_relaxed); }
 
