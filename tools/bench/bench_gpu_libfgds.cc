@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "fgds/fgds.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_gpu_device.h"
+#include "tools/bench/system.h"
 
 namespace fgds::bench {
 namespace {
@@ -130,13 +130,6 @@ class LibfgdsWorker : public GpuWorker {
   int fd_ = -1;
   bool registered_ = false;
 };
-
-// Engine knobs for experiments, from the environment (hidden: the defaults
-// are what users get).
-uint64_t EnvNumber(const char* name) {
-  const char* text = std::getenv(name);
-  return text == nullptr ? 0 : std::strtoull(text, nullptr, 0);
-}
 
 }  // namespace
 

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,17 +13,13 @@
 #include "fgds/usrbio.h"
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_gpu_device.h"
+#include "tools/bench/system.h"
 
 namespace fgds::bench {
 namespace {
 
 absl::Status UsrbioError(absl::string_view what, int error) {
   return absl::ErrnoToStatus(-error, absl::StrCat("usrbio-gpu ", what));
-}
-
-uint64_t EnvBytes(const char* name) {
-  const char* text = std::getenv(name);
-  return text == nullptr ? 0 : std::strtoull(text, nullptr, 0);
 }
 
 class UsrbioGpuWorker : public GpuWorker {
@@ -49,8 +44,8 @@ class UsrbioGpuWorker : public GpuWorker {
     fgds_iov_gpu_params params = {};
     params.flags = FGDS_IOV_GPU_PRIMARY_CTX;
     params.device = 0;
-    params.staging_bytes = EnvBytes("FGDS_BENCH_STAGING");
-    params.chunk_bytes = static_cast<uint32_t>(EnvBytes("FGDS_BENCH_CHUNK"));
+    params.staging_bytes = EnvNumber("FGDS_BENCH_STAGING");
+    params.chunk_bytes = static_cast<uint32_t>(EnvNumber("FGDS_BENCH_CHUNK"));
     if (int ret = fgds_iov_wrap_gpu(&session_, &iov_, region_,
                                     spec_.region_bytes, &params);
         ret != 0) {

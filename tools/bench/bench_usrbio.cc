@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -14,19 +13,11 @@
 #include "fgds/usrbio.h"
 #include "tools/bench/block_order.h"
 #include "tools/bench/progress.h"
+#include "tools/bench/system.h"
 #include "tools/bench/workers.h"
 
 namespace fgds::bench {
 namespace {
-
-// FGDS_BENCH_SPIN_US: the ior's spin_us (how long the daemon's ring thread
-// and this process's fgds_ior_wait poll before sleeping); default 0.
-uint32_t SpinMicros() {
-  const char* text = std::getenv("FGDS_BENCH_SPIN_US");
-  return text == nullptr
-             ? 0
-             : static_cast<uint32_t>(std::strtoul(text, nullptr, 10));
-}
 
 class UsrbioWorker : public PhaseWorker {
  public:
@@ -65,7 +56,9 @@ class UsrbioWorker : public PhaseWorker {
     fgds_ior_params ior_params = {};
     ior_params.entries = depth_;
     ior_params.flags = direct_ ? 0 : FGDS_IOR_BUFFERED;
-    ior_params.spin_us = SpinMicros();
+    // How long the daemon's ring thread and fgds_ior_wait poll before
+    // sleeping; 0 unless set for an experiment.
+    ior_params.spin_us = static_cast<uint32_t>(EnvNumber("FGDS_BENCH_SPIN_US"));
     if (int ret = fgds_ior_create(&session_, &ior_, &ior_params); ret != 0) {
       return PosixError("usrbio ior", -ret);
     }

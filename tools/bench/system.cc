@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -85,6 +86,11 @@ absl::Status CheckBackingDir(const std::string& path, uint64_t bytes_needed) {
                         static_cast<double>(bytes_needed) / 1e9));
   }
   return absl::OkStatus();
+}
+
+uint64_t EnvNumber(const char* name) {
+  const char* text = std::getenv(name);
+  return text == nullptr ? 0 : std::strtoull(text, nullptr, 0);
 }
 
 absl::Status DropPageCache() {

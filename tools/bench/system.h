@@ -1,8 +1,9 @@
 // File: tools/bench/system.h
 //
 // The bench's contact with the machine outside its own files: checking the
-// two directories it is pointed at, dropping the page cache, and catching
-// SIGINT so that the bench's files are removed on ^C.
+// two directories it is pointed at, experiment knobs from the environment,
+// dropping the page cache, and catching SIGINT so that the bench's files
+// are removed on ^C.
 #ifndef FGDS_TOOLS_BENCH_SYSTEM_H_
 #define FGDS_TOOLS_BENCH_SYSTEM_H_
 
@@ -25,6 +26,11 @@ absl::Status CheckMountDir(const std::string& path, bool require_fuse);
 // itself on a FUSE mount (that would measure the mount against itself) and
 // has at least `bytes_needed` free.
 absl::Status CheckBackingDir(const std::string& path, uint64_t bytes_needed);
+
+// EnvNumber reads a hidden engine knob for experiments from the environment
+// variable `name` (decimal, 0x hex or 0 octal, as strtoull base 0); 0 when
+// it is not set. The defaults, not these knobs, are what users get.
+uint64_t EnvNumber(const char* name);
 
 // DropPageCache runs sync(2) and writes 3 to /proc/sys/vm/drop_caches, so
 // the next read must come from the device (or, through FUSE, from the
