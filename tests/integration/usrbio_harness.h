@@ -88,6 +88,25 @@ struct Ior {
   }
 };
 
+// Opens `path` (through the mount) with `flags`, registers it with
+// `session` and closes it again: the registration keeps what it needs.
+// Returns the id or -errno.
+inline int RegisterPath(fgds_session* session, const std::string& path,
+                        int flags) {
+  int fd = open(path.c_str(), flags);
+  if (fd < 0) return -errno;
+  int id = fgds_fd_register(session, fd, 0);
+  close(fd);
+  return id;
+}
+
+// The slot the next fgds_prep_* of `ior` fills: tests rewrite it after
+// the prep to forge entries the library would not write.
+inline fgds_sqe& NextSqe(fgds_ior& ior) {
+  return ior
+      .sqes[(ior.ring->sq_tail.value + ior.sq_pending) & (ior.sq_entries - 1)];
+}
+
 // Byte i of a pattern seeded with `seed`: position-dependent, so a block
 // read from the wrong offset does not match.
 // The seed is multiplied in before the top byte is taken, so different

@@ -289,9 +289,7 @@ TEST_F(UsrbioTest, DaemonKilledUnderAWaitingClientGivesEnotconn) {
   p.timeout_us = 60 * 1000 * 1000;
   Ior ior(&s.s, &p);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(Mnt("f").c_str(), O_RDONLY);
-  int id = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&s.s, Mnt("f"), O_RDONLY);
   ASSERT_GE(id, 0);
   ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 4096, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&ior.ior), 1);

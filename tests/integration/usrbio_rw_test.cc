@@ -162,9 +162,7 @@ TEST_F(UsrbioRwTest, MountReadersSeeUsrbioWritesAtOnce) {
   const std::string path = MakeFile("coherent", 11);
   Session s(fs_->mountpoint());
   ASSERT_EQ(s.open_result, 0);
-  int wfd = open(path.c_str(), O_WRONLY);
-  int id = fgds_fd_register(&s.s, wfd, 0);
-  close(wfd);
+  int id = RegisterPath(&s.s, path, O_WRONLY);
   ASSERT_GE(id, 0);
   // Cache the old contents in the mount's page cache (after the opens
   // above, which may drop it).
@@ -213,9 +211,7 @@ TEST_F(UsrbioRwTest, FsyncEntriesReportTheirResult) {
   ASSERT_EQ(iov.result, 0);
   Ior ior(&s.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDWR);
-  int id = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&s.s, path, O_RDWR);
   ASSERT_GE(id, 0);
   FillPattern(iov.at(0), 65536, 9, 0);
   ASSERT_EQ(fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, 0, 65536, 1), 0);
@@ -227,10 +223,9 @@ TEST_F(UsrbioRwTest, FsyncEntriesReportTheirResult) {
   ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, 0, 2), 0);
   ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, FGDS_SQE_DATASYNC, 3), 0);
   ASSERT_EQ(fgds_prep_fsync(&ior.ior, id + 50, 0, 4), 0);
-  const uint32_t slot = (ior.ior.ring->sq_tail.value + ior.ior.sq_pending) &
-                        (ior.ior.sq_entries - 1);
+  fgds_sqe& forged = NextSqe(ior.ior);
   ASSERT_EQ(fgds_prep_fsync(&ior.ior, id, 0, 5), 0);
-  ior.ior.sqes[slot].len = 4096;  // an fsync takes no range
+  forged.len = 4096;  // an fsync takes no range
   ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 4), 4);
   for (const fgds_cqe& c : cqes) {
     EXPECT_EQ(c.path, FGDS_PATH_NONE);
@@ -257,9 +252,7 @@ TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
   ASSERT_EQ(iov.result, 0);
   Ior ior(&s.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int ro = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int ro = RegisterPath(&s.s, path, O_RDONLY);
   ASSERT_GE(ro, 0);
 
   fgds_iov bogus = iov.iov;
@@ -292,17 +285,14 @@ TEST_F(UsrbioRwTest, TagIsEchoedInTheCompletion) {
   ASSERT_EQ(iov.result, 0);
   Ior ior(&s.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int id = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&s.s, path, O_RDONLY);
   ASSERT_GE(id, 0);
   auto prep_tagged = [&](int fd_id, uint64_t userdata, uint32_t tag) {
-    const uint32_t slot = (ior.ior.ring->sq_tail.value + ior.ior.sq_pending) &
-                          (ior.ior.sq_entries - 1);
+    fgds_sqe& sqe = NextSqe(ior.ior);
     ASSERT_EQ(
         fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), fd_id, 0, 4096, userdata),
         0);
-    ior.ior.sqes[slot].tag = tag;
+    sqe.tag = tag;
   };
   prep_tagged(id, 1, 0xabcd1234u);
   prep_tagged(id + 50, 2, 7);  // unregistered fd: fails validation
@@ -391,9 +381,7 @@ TEST_F(UsrbioRwTest, CorruptRingIndexesHarmOnlyThatRing) {
   ASSERT_EQ(iov.result, 0);
   Ior ior(&good.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int id = fgds_fd_register(&good.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&good.s, path, O_RDONLY);
   ASSERT_GE(id, 0);
   ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 4096, 65536, 1),
             0);
@@ -430,9 +418,7 @@ TEST_F(UsrbioRwTest, MalformedMessageClosesOnlyThatSession) {
   ASSERT_EQ(iov.result, 0);
   Ior ior(&good.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int id = fgds_fd_register(&good.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&good.s, path, O_RDONLY);
   ASSERT_GE(id, 0);
   ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 65536, 0), 0);
   fgds_cqe cqe;
@@ -452,9 +438,7 @@ TEST_F(UsrbioRwTest, PartialBatchRunsAtItsDeadline) {
   p.timeout_us = 2000;
   Ior ior(&s.s, &p);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int id = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&s.s, path, O_RDONLY);
   for (int round = 0; round < 3; ++round) {
     ASSERT_EQ(fgds_prep_read(&ior.ior, &iov.iov, iov.at(0), id, 0, 4096, 0), 0);
     fgds_cqe cqe;
@@ -470,9 +454,7 @@ TEST_F(UsrbioRwTest, EventfdSignalsCompletionsForEventLoops) {
   Iov iov(&s.s, 65536);
   Ior ior(&s.s);
   ASSERT_EQ(ior.result, 0);
-  int fd = open(path.c_str(), O_RDONLY);
-  int id = fgds_fd_register(&s.s, fd, 0);
-  close(fd);
+  int id = RegisterPath(&s.s, path, O_RDONLY);
   int efd = fgds_ior_eventfd(&ior.ior);
   ASSERT_GE(efd, 0);
   for (int i = 0; i < 4; ++i) {
