@@ -29,14 +29,9 @@ cmake --build "$BUILD" -j "$(nproc)" --target fgds >"$OUT/build.log" 2>&1 ||
 FGDS=$BUILD/tools/fgds
 
 # A directory on the real disk (tmpfs or overlayfs would hide O_DIRECT).
-DISK=""
-for d in /var/tmp /root /tmp; do
-  if dd if=/dev/zero of="$d/.fgds-probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
-    rm -f "$d/.fgds-probe"; DISK=$d/fgds-usrbio; break
-  fi
-  rm -f "$d/.fgds-probe"
-done
+DISK=$(odirect_dir /var/tmp /root /tmp)
 [ -n "$DISK" ] || { echo "no directory takes O_DIRECT"; exit 1; }
+DISK=$DISK/fgds-usrbio
 mkdir -p "$DISK/data" "$DISK/mnt"
 step "mount $DISK/mnt over $DISK/data"
 WORKERS=()

@@ -79,17 +79,8 @@ grep -c 'warning:' "$BUILD/build.log" | sed 's/^/compiler warnings: /'
 grep 'warning:' "$BUILD/build.log" | sort -u | head -20
 
 # A directory on a real disk: tmpfs and overlayfs would hide O_DIRECT.
-DISK=""
-for d in /var/tmp /root /tmp "$ROOT"; do
-  [ -d "$d" ] || continue
-  probe="$d/.fgds-odirect-probe"
-  if dd if=/dev/zero of="$probe" bs=4096 count=1 oflag=direct status=none 2>/dev/null; then
-    rm -f "$probe"
-    DISK="$d/fgds-gpu-run"
-    break
-  fi
-  rm -f "$probe"
-done
+DISK=$(odirect_dir /var/tmp /root /tmp "$ROOT")
+DISK=${DISK:+$DISK/fgds-gpu-run}
 mkdir -p "$DISK"
 step "scratch on $DISK: $(df -T "$DISK" | tail -1 | awk '{print $1, $2, $5 " free"}')"
 
