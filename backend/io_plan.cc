@@ -44,8 +44,7 @@ void PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits,
       const uint64_t piece = std::min<uint64_t>(len - done, split);
       plan.pieces.push_back(
           PlannedPiece{first.op, first.fd, static_cast<char*>(first.buf) + done,
-                       static_cast<size_t>(piece), first.offset + done,
-                       static_cast<uint32_t>(plan.units.size())});
+                       static_cast<size_t>(piece), first.offset + done});
       done += piece;
     } while (done < len);
     unit.pieces = static_cast<uint32_t>(plan.pieces.size()) - unit.first_piece;

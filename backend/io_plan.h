@@ -40,7 +40,6 @@ struct PlannedPiece {
   char* buf = nullptr;
   size_t len = 0;
   uint64_t offset = 0;
-  uint32_t unit = 0;  // index into IoPlan::units
 };
 
 // Requests [first_request, first_request + requests) of the batch, carried
