@@ -25,9 +25,18 @@
  *                         overlap.
  *                         Writes run the same way in reverse.
  *   FGDS_GPU_PATH_DIRECT  the storage device reads into / writes from GPU
- *                         memory itself (fgds kernel module and a P2P route
- *                         between GPU and storage). Not available in this
- *                         version; fgds_driver_query says why.
+ *                         memory itself: the fgds kernel module is loaded
+ *                         for this GPU (/dev/fgds_<pci address>), the
+ *                         buffer is registered (fgds_buf_register), and
+ *                         the file's block device has a P2P route to the
+ *                         GPU. The buffer is exported as a dma-buf and
+ *                         mapped through the module once per storage
+ *                         device, on its first I/O there; O_DIRECT then
+ *                         targets GPU memory. Chunks whose pages are all
+ *                         in the page cache, and unaligned heads and tails,
+ *                         still bounce; an I/O reports DIRECT only when
+ *                         every byte went direct. fgds_driver_query says
+ *                         why the path is not available.
  *
  * Completion semantics. When fgds_pread returns (or fgds_io_wait reports a
  * read complete), the bytes are in device memory: every device copy the

@@ -172,6 +172,18 @@ class CudaDeviceOps final : public DeviceOps {
     return description;
   }
 
+  int ExportDmaBuf(uint64_t address, uint64_t size, DmaBufExport* out,
+                   std::string* message) override {
+    ScopedContext scope(api_, context_);
+    cuda::DmaBufRange range;
+    const int fd = cuda::ExportDmaBuf(api_, address, size, &range, message);
+    if (fd < 0) return fd;
+    out->fd = fd;
+    out->size = range.size;
+    out->offset = range.offset;
+    return 0;
+  }
+
  private:
   const CudaApi& api_;
   const CUcontext context_;

@@ -10,6 +10,7 @@
 #ifndef FGDS_USRBIO_DIRECT_DEVICE_OPS_H_
 #define FGDS_USRBIO_DIRECT_DEVICE_OPS_H_
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -28,6 +29,15 @@ struct DeviceDescription {
   int ordinal = -1;
   bool dmabuf_supported = false;
   std::string pci_bus_id;
+};
+
+// A dma-buf exported for a device range (ExportDmaBuf). The exported range
+// is page aligned and covers the asked-for one, which starts `offset`
+// bytes into it.
+struct DmaBufExport {
+  int fd = -1;  // the caller closes it
+  uint64_t size = 0;
+  uint64_t offset = 0;
 };
 
 // Thread safety: every method may be called from any thread at once.
@@ -72,6 +82,18 @@ class DeviceOps {
   virtual int BufferId(uint64_t address, uint64_t* buffer_id) = 0;
 
   virtual DeviceDescription Describe() = 0;
+
+  // ExportDmaBuf exports device memory covering [address, address + size)
+  // as a dma-buf, for the fgds kernel module (the direct path). -ENOTSUP
+  // where the device cannot; -EFAULT/-EINVAL for a bad range.
+  virtual int ExportDmaBuf(uint64_t address, uint64_t size, DmaBufExport* out,
+                           std::string* message) {
+    (void)address;
+    (void)size;
+    (void)out;
+    *message = "this device cannot export its memory as a dma-buf";
+    return -ENOTSUP;
+  }
 };
 
 }  // namespace fgds::direct

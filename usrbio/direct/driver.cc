@@ -25,8 +25,16 @@ int Driver::Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
                  std::unique_ptr<Driver>* out, std::string* message) {
   std::unique_ptr<Driver> driver(new Driver(config, std::move(ops)));
   driver->device_ = driver->ops_->Describe();
-  driver->path_ = ChoosePath(ProbeDirect(driver->device_.dmabuf_supported,
-                                         driver->device_.pci_bus_id));
+  const DirectProbe probe =
+      ProbeDirect(driver->device_.dmabuf_supported, driver->device_.pci_bus_id);
+  driver->path_ = ChoosePath(probe);
+  if (driver->path_.path == FGDS_GPU_PATH_DIRECT) {
+    std::string why;
+    if (KmodNode::Open(probe.device_node, &driver->node_, &why) != 0) {
+      driver->path_.path = FGDS_GPU_PATH_BOUNCE;
+      driver->path_.why_not_direct = why;
+    }
+  }
   for (int i = 0; i < config.workers; ++i) {
     driver->workers_.push_back(std::make_unique<Worker>(
         driver->config_, *driver->ops_, driver->dispatcher_));
@@ -143,6 +151,7 @@ int Driver::Submit(Op op, int fd, uint64_t devptr, uint64_t size,
       spec.buffer_id = info.buffer_id;
     }
   }
+  if (node_ != nullptr && size != 0) DirectFor(&spec);
   const bool direct = spec.file->direct_fd() >= 0;
   IoPlan plan(spec.file_offset, size, kFileAlignment, config_.chunk_bytes,
               direct);
@@ -177,6 +186,21 @@ int64_t Driver::Transfer(Op op, int fd, uint64_t devptr, uint64_t size,
   return request->outcome().result;
 }
 
+void Driver::DirectFor(RequestSpec* spec) {
+  const Registration* registration = spec->pin.get();
+  if (registration == nullptr || spec->file->direct_fd() < 0) return;
+  DirectTarget target;
+  std::string why;  // the device's refusal is remembered by the buffer
+  if (registration->direct().For(*ops_, node_, spec->file->direct_fd(), &target,
+                                 &why) != 0) {
+    return;
+  }
+  target.base += spec->device_address - registration->base();
+  // O_DIRECT needs the memory aligned like the file offsets.
+  if (reinterpret_cast<uintptr_t>(target.base) % kFileAlignment != 0) return;
+  spec->direct = std::move(target);
+}
+
 void Driver::Account(const RequestOutcome& outcome, Op op) {
   counters_.ios.fetch_add(1, std::memory_order_relaxed);
   if (outcome.result < 0) {
@@ -192,7 +216,10 @@ void Driver::Account(const RequestOutcome& outcome, Op op) {
                                      std::memory_order_relaxed);
     moved += outcome.bytes_by_source[i];
   }
-  counters_.bytes_bounce.fetch_add(moved, std::memory_order_relaxed);
+  counters_.bytes_direct.fetch_add(outcome.bytes_direct,
+                                   std::memory_order_relaxed);
+  counters_.bytes_bounce.fetch_add(moved - outcome.bytes_direct,
+                                   std::memory_order_relaxed);
 }
 
 void Driver::Query(fgds_driver_info* info) const {
@@ -215,7 +242,7 @@ void Driver::Stats(fgds_driver_stats* stats) const {
   stats->bytes_read = counters_.bytes_read.load();
   stats->bytes_written = counters_.bytes_written.load();
   stats->bytes_bounce = counters_.bytes_bounce.load();
-  stats->bytes_direct = 0;
+  stats->bytes_direct = counters_.bytes_direct.load();
   stats->bytes_page_cache = counters_.by_source[0].load();
   stats->bytes_o_direct = counters_.by_source[1].load();
   stats->bytes_buffered = counters_.by_source[2].load();

@@ -19,6 +19,7 @@
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/file_handles.h"
+#include "usrbio/direct/kmod_buffer.h"
 #include "usrbio/direct/options.h"
 #include "usrbio/direct/path.h"
 #include "usrbio/direct/registry.h"
@@ -70,11 +71,18 @@ class Driver {
   Driver(const DriverConfig& config, std::unique_ptr<DeviceOps> ops);
   void Stop();
   void Account(const RequestOutcome& outcome, Op op);
+  // DirectFor fills spec->direct when the I/O can move without staging:
+  // direct path, a registered buffer, an O_DIRECT file whose device the
+  // module accepts, and a 4 KiB-aligned place in the mapping.
+  void DirectFor(RequestSpec* spec);
 
   const DriverConfig config_;
   const std::unique_ptr<DeviceOps> ops_;
   DeviceDescription device_;
   PathChoice path_;
+  // The GPU's fgds node when path_ is DIRECT: registered buffers are
+  // mapped through it, per storage device, on their first direct I/O.
+  std::shared_ptr<KmodNode> node_;
   Dispatcher dispatcher_;
   Registry registry_;
   FileTable files_;
@@ -88,6 +96,7 @@ class Driver {
     std::atomic<uint64_t> bytes_read{0};
     std::atomic<uint64_t> bytes_written{0};
     std::atomic<uint64_t> bytes_bounce{0};
+    std::atomic<uint64_t> bytes_direct{0};
     std::atomic<uint64_t> by_source[3] = {};
   } counters_;
 };

@@ -25,10 +25,6 @@ PathChoice ChoosePath(const DirectProbe& probe) {
         probe.device_node +
         " does not exist: the fgds kernel module is not loaded (or not bound "
         "to this GPU)";
-  } else if (!probe.direct_implemented) {
-    choice.why_not_direct =
-        probe.device_node +
-        " exists, but this libfgds cannot drive the kernel module yet";
   } else {
     choice.path = FGDS_GPU_PATH_DIRECT;
   }

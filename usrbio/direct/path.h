@@ -17,9 +17,6 @@ struct DirectProbe {
   bool dmabuf_supported = false;  // the GPU can export its memory
   std::string device_node;        // /dev/fgds_<bdf> for this GPU, or ""
   bool device_node_present = false;
-  // Whether this libfgds can drive the kernel module at all. False until
-  // the module (its own issue) and the O_DIRECT-into-GPU engine exist.
-  bool direct_implemented = false;
 };
 
 struct PathChoice {

@@ -41,21 +41,15 @@ TEST(ChoosePathTest, FirstMissingPieceIsNamed) {
 
   probe.device_node_present = true;
   choice = ChoosePath(probe);
-  EXPECT_EQ(choice.path, FGDS_GPU_PATH_BOUNCE);
-  EXPECT_NE(choice.why_not_direct.find("cannot drive"), std::string::npos);
-
-  probe.direct_implemented = true;
-  choice = ChoosePath(probe);
   EXPECT_EQ(choice.path, FGDS_GPU_PATH_DIRECT);
   EXPECT_EQ(choice.why_not_direct, "");
 }
 
 TEST(ProbeDirectTest, NoModuleHere) {
-  // No test machine loads the fgds module yet; a missing node must say so.
+  // CI machines cannot load the fgds module; a missing node must say so.
   const DirectProbe probe = ProbeDirect(true, "0000:ff:1f.7");
   EXPECT_EQ(probe.device_node, "/dev/fgds_0000_ff_1f_7");
   EXPECT_FALSE(probe.device_node_present);
-  EXPECT_FALSE(probe.direct_implemented);
 }
 
 }  // namespace

@@ -13,28 +13,34 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
+#include "usrbio/direct/direct_buffer.h"
 
 namespace fgds::direct {
 
 class Registry;
 
-// One registered range [base, base + size). Immutable but for the pins.
+// One registered range [base, base + size). Immutable but for the pins
+// and its direct-path mappings (internally synchronized).
 class Registration {
  public:
   Registration(uint64_t base, uint64_t size, uint64_t buffer_id)
-      : base_(base), size_(size), buffer_id_(buffer_id) {}
+      : base_(base), size_(size), buffer_id_(buffer_id), direct_(base, size) {}
 
   uint64_t base() const { return base_; }
   uint64_t size() const { return size_; }
   // The CUDA buffer id at registration: a copy into the range checks that
   // the allocation there is still this one.
   uint64_t buffer_id() const { return buffer_id_; }
+  // The range's dma-buf and fgds mappings, made on first direct I/O and
+  // released when the registration goes (after its I/O drained).
+  DirectBuffer& direct() const { return direct_; }
 
  private:
   friend class Registry;
   const uint64_t base_;
   const uint64_t size_;
   const uint64_t buffer_id_;
+  mutable DirectBuffer direct_;
   int pins_ = 0;  // I/O in flight on it; guarded by Registry::mu_
 };
 

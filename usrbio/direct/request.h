@@ -29,6 +29,9 @@ struct RequestSpec {
   uint64_t size = 0;
   Pin pin;                 // the registration, when the buffer has one
   uint64_t buffer_id = 0;  // the allocation the range must still belong to
+  // The direct path: where the I/O's first byte is in an fgds mapping of
+  // the buffer, for this file's device (empty: every chunk bounces).
+  DirectTarget direct;
 };
 
 // What a completed request reports.
@@ -37,6 +40,7 @@ struct RequestOutcome {
   uint32_t path = 0;                 // FGDS_GPU_PATH_*
   uint32_t source = 0;               // FGDS_SRC_* bits
   uint64_t bytes_by_source[3] = {};  // page cache, O_DIRECT, buffered
+  uint64_t bytes_direct = 0;         // of those, moved without staging
 };
 
 class Request {
@@ -52,16 +56,19 @@ class Request {
   const FileHandles& file() const { return *spec_.file; }
   uint64_t device_address() const { return spec_.device_address; }
   uint64_t buffer_id() const { return spec_.buffer_id; }
+  // The I/O's first byte in an fgds mapping, or null (bounce only).
+  uint8_t* direct_base() const { return spec_.direct.base; }
   const IoPlan& plan() const { return plan_; }
 
   // Once a chunk failed, the remaining ones are skipped.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
 
   // ChunkDone records chunk `chunk`'s outcome: bytes moved (fewer than its
-  // length only at end of file) or -errno, and which FGDS_SRC_* bits its
-  // bytes took, with the bytes per source.
+  // length only at end of file) or -errno, which FGDS_SRC_* bits its bytes
+  // took, with the bytes per source, and whether they moved directly
+  // between storage and device memory (else through staging).
   void ChunkDone(const Chunk& chunk, int64_t result, uint32_t source,
-                 const uint64_t bytes_by_source[3]);
+                 const uint64_t bytes_by_source[3], bool direct);
 
   // Complete an empty request (no chunks) at once.
   void CompleteEmpty();
@@ -86,6 +93,7 @@ class Request {
   std::atomic<uint64_t> chunks_done_{0};
   std::atomic<uint32_t> source_{0};
   std::atomic<uint64_t> by_source_[3] = {};
+  std::atomic<uint64_t> direct_bytes_{0};
 
   fgds::Mutex mu_;
   fgds::CondVar finished_;              // done_ became true

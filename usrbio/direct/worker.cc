@@ -229,6 +229,7 @@ void Worker::Start(Slot& slot, ChunkTask task) {
   slot.got = 0;
   slot.source = 0;
   slot.by_source[0] = slot.by_source[1] = slot.by_source[2] = 0;
+  slot.direct = nullptr;
   ++busy_;
   // After a failure the request's result is decided; the rest of its
   // chunks only need counting.
@@ -268,12 +269,53 @@ void Worker::StartRead(Slot& slot) {
     slot.by_source[kSrcPageCache] += slot.got;
     return CopyToDevice(slot);
   }
-  SubmitIo(slot, /*write=*/false, file.direct_fd(), 0, chunk.length,
+  // Cached pages bounce (above: a CPU copy into staging and a DMA to the
+  // device beat CPU stores into GPU memory); the rest goes direct when the
+  // buffer has a mapping for this file's device.
+  if (uint8_t* target = DirectTarget(slot); target != nullptr) {
+    if (int error = CheckBuffer(request, chunk); error != 0) {
+      return Fail(slot, error);
+    }
+    slot.direct = target;
+  }
+  SubmitIo(slot, /*write=*/false, file.direct_fd(), chunk.length,
            chunk.file_offset);
+}
+
+uint8_t* Worker::DirectTarget(const Slot& slot) const {
+  const Request& request = *slot.task.request;
+  if (request.direct_base() == nullptr ||
+      slot.chunk.kind != ChunkKind::kAligned ||
+      request.file().direct_fd() < 0) {
+    return nullptr;
+  }
+  return request.direct_base() + slot.chunk.io_offset;
+}
+
+int Worker::CheckBuffer(const Request& request, const Chunk& chunk) {
+  // The caller may have freed the buffer since submission. The mapping
+  // keeps the memory itself alive (the module holds the dma-buf), but the
+  // I/O is then on memory the caller no longer owns: fail it, as the
+  // bounce path does.
+  uint64_t buffer_id = 0;
+  const uint64_t address = request.device_address() + chunk.io_offset;
+  if (ops_.BufferId(address, &buffer_id) != 0 ||
+      buffer_id != request.buffer_id()) {
+    return -EFAULT;
+  }
+  return 0;
 }
 
 void Worker::StartWrite(Slot& slot) {
   Request& request = *slot.task.request;
+  if (uint8_t* target = DirectTarget(slot); target != nullptr) {
+    if (int error = CheckBuffer(request, slot.chunk); error != 0) {
+      return Fail(slot, error);
+    }
+    slot.direct = target;
+    return SubmitIo(slot, /*write=*/true, request.file().direct_fd(),
+                    slot.chunk.length, slot.chunk.file_offset);
+  }
   const uint64_t src = request.device_address() + slot.chunk.io_offset;
   uint64_t buffer_id = 0;
   if (ops_.BufferId(src, &buffer_id) != 0 || buffer_id != request.buffer_id()) {
@@ -331,7 +373,7 @@ void Worker::CopyDone(Slot& slot) {
   const Chunk& chunk = slot.chunk;
   const FileHandles& file = request.file();
   if (chunk.kind == ChunkKind::kAligned && file.direct_fd() >= 0) {
-    return SubmitIo(slot, /*write=*/true, file.direct_fd(), 0, chunk.length,
+    return SubmitIo(slot, /*write=*/true, file.direct_fd(), chunk.length,
                     chunk.file_offset);
   }
   if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
@@ -343,10 +385,12 @@ void Worker::CopyDone(Slot& slot) {
   Finish(slot, n);
 }
 
-void Worker::SubmitIo(Slot& slot, bool write, int fd, uint64_t staging_offset,
-                      uint64_t length, uint64_t file_offset) {
+void Worker::SubmitIo(Slot& slot, bool write, int fd, uint64_t length,
+                      uint64_t file_offset) {
   slot.state = write ? State::kWriting : State::kReading;
-  uint8_t* buf = slot.staging + staging_offset;
+  uint8_t* buf = slot.direct != nullptr ? slot.direct : slot.staging;
+  // Only the staging slots are registered with the ring.
+  const bool fixed = fixed_buffers_ && slot.direct == nullptr;
   const size_t index = static_cast<size_t>(&slot - slots_.data());
   io_uring_sqe* sqe = ring_ready_ ? io_uring_get_sqe(&ring_) : nullptr;
   if (sqe == nullptr) {
@@ -360,12 +404,12 @@ void Worker::SubmitIo(Slot& slot, bool write, int fd, uint64_t staging_offset,
     return OnCompletion(slot, n < 0 ? -errno : static_cast<int>(n));
   }
   const unsigned len = static_cast<unsigned>(length);
-  if (write && fixed_buffers_) {
+  if (write && fixed) {
     io_uring_prep_write_fixed(sqe, fd, buf, len, file_offset,
                               static_cast<int>(index));
   } else if (write) {
     io_uring_prep_write(sqe, fd, buf, len, file_offset);
-  } else if (fixed_buffers_) {
+  } else if (fixed) {
     io_uring_prep_read_fixed(sqe, fd, buf, len, file_offset,
                              static_cast<int>(index));
   } else {
@@ -395,13 +439,16 @@ void Worker::OnCompletion(Slot& slot, int result) {
   slot.by_source[kSrcODirect] += n;
   if (slot.state == State::kReading) {
     slot.got += n;
+    // A direct read landed in device memory already.
+    if (slot.direct != nullptr) return Finish(slot, result);
     return CopyToDevice(slot);
   }
   Finish(slot, result);
 }
 
 void Worker::Finish(Slot& slot, int64_t result) {
-  slot.task.request->ChunkDone(slot.chunk, result, slot.source, slot.by_source);
+  slot.task.request->ChunkDone(slot.chunk, result, slot.source, slot.by_source,
+                               slot.direct != nullptr);
   slot.task.request.reset();
   slot.state = State::kFree;
   --busy_;

@@ -27,6 +27,7 @@
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/options.h"
+#include "usrbio/direct/request.h"
 
 namespace fgds::direct {
 
@@ -58,6 +59,9 @@ class Worker {
     uint64_t got = 0;  // bytes in staging (read) or written (write)
     uint32_t source = 0;
     uint64_t by_source[3] = {};
+    // The chunk's bytes in an fgds mapping of device memory when it moves
+    // directly (no staging, no device copy), else null.
+    uint8_t* direct = nullptr;
     // Order in which copies were queued on the stream (they finish in it).
     uint64_t copy_seq = 0;
   };
@@ -85,10 +89,17 @@ class Worker {
   // CopyError: the errno for a refused copy at `address`.
   int CopyError(uint64_t address, uint64_t buffer_id, int error);
   void OnCompletion(Slot& slot, int result);
-  // SubmitIo queues an O_DIRECT read or write of the slot's staging at
-  // `staging_offset` through io_uring (synchronously where there is none).
-  void SubmitIo(Slot& slot, bool write, int fd, uint64_t staging_offset,
-                uint64_t length, uint64_t file_offset);
+  // DirectTarget: where an aligned chunk moves without staging (the
+  // request's fgds mapping), or null to bounce it.
+  uint8_t* DirectTarget(const Slot& slot) const;
+  // CheckBuffer: -EFAULT when the chunk's device memory no longer belongs
+  // to the allocation the request was submitted on (freed under I/O).
+  int CheckBuffer(const Request& request, const Chunk& chunk);
+  // SubmitIo queues an O_DIRECT read or write of the slot's chunk through
+  // io_uring (synchronously where there is none), into or out of
+  // slot.direct when set, else the slot's staging.
+  void SubmitIo(Slot& slot, bool write, int fd, uint64_t length,
+                uint64_t file_offset);
   void Finish(Slot& slot, int64_t result);
   void Fail(Slot& slot, int error) { Finish(slot, error); }
   void Reap(io_uring_cqe* cqe);
