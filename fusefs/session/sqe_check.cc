@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "common/page_cache.h"
 #include "fgds/usrbio.h"
 
 namespace fgds::session {
@@ -59,7 +60,14 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
                        sqe.len % kDirectAlign == 0;
   const bool buffered =
       (sqe.flags & FGDS_SQE_BUFFERED) || (ring_flags & FGDS_IOR_BUFFERED);
-  const bool direct = aligned && !buffered && (*file)->direct_fd >= 0;
+  bool direct = aligned && !buffered && (*file)->direct_fd >= 0;
+  // A large read whose pages are all cached is a memory copy through the
+  // page cache; O_DIRECT would read the disk again. Small reads skip the
+  // question: the syscall would cost more than it could save.
+  if (direct && !write && sqe.len >= kCachedReadCheckMin &&
+      FullyCached((*file)->fd, sqe.file_offset, sqe.len)) {
+    direct = false;
+  }
 
   out->write = write;
   out->fd = direct ? (*file)->direct_fd : (*file)->fd;

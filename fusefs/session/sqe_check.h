@@ -3,7 +3,8 @@
 // CheckSqe: the validation of one submission entry, after the ring worker
 // copied it out of shared memory (the client may rewrite the slot at any
 // moment; only the copy is looked at). A failed check fails just that entry.
-// Pure apart from registry lookups, so it is unit-tested rule by rule
+// Pure apart from registry lookups and, for large aligned reads, a
+// page-cache query (common/page_cache.h), so it is unit-tested rule by rule
 // (sqe_check_test.cc) and fuzzed (tests/fuzz/sqe_fuzz.cc).
 #ifndef FGDS_FUSEFS_SESSION_SQE_CHECK_H_
 #define FGDS_FUSEFS_SESSION_SQE_CHECK_H_
@@ -22,6 +23,9 @@ inline constexpr uint64_t kMaxSqeLen = uint64_t{1} << 30;
 // O_DIRECT needs buffer, offset and length aligned to the logical block;
 // 4096 covers every common device.
 inline constexpr uint64_t kDirectAlign = 4096;
+// Aligned reads of at least this many bytes whose pages are all in the page
+// cache are served from it (FGDS_PATH_PAGE_CACHE) instead of O_DIRECT.
+inline constexpr uint64_t kCachedReadCheckMin = uint64_t{64} << 10;
 
 // What a valid entry resolves to.
 struct CheckedIo {

@@ -2,10 +2,12 @@
 #include "fusefs/session/sqe_check.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <vector>
 
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
@@ -215,6 +217,44 @@ TEST_F(SqeCheckTest, NoDirectDescriptorMeansPageCache) {
   sqe.fd_id = ro_;  // registered without an O_DIRECT descriptor
   ASSERT_EQ(Check(sqe, 0, &io), 0);
   EXPECT_EQ(io.path, FGDS_PATH_PAGE_CACHE);
+}
+
+TEST_F(SqeCheckTest, LargeReadOfCachedPagesUsesThePageCache) {
+  // A file whose pages were just written is in the page cache: a large
+  // aligned read of it is served from there, a small one stays O_DIRECT
+  // (the question costs a syscall), and writes are never diverted.
+  char path[] = "/tmp/fgds-sqe-cache-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  std::vector<char> data(kCachedReadCheckMin * 2, 'x');
+  ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0),
+            static_cast<ssize_t>(data.size()));
+  const int direct = open("/dev/null", O_RDWR | O_CLOEXEC);
+  const uint32_t id = static_cast<uint32_t>(registry_.AddFile(
+      std::make_shared<RegisteredFile>(fd, direct, true, true)));
+  CheckedIo io;
+  fgds_sqe sqe = Valid();
+  sqe.fd_id = id;
+  sqe.len = kCachedReadCheckMin;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_PAGE_CACHE);
+  EXPECT_EQ(io.fd, fd);
+
+  sqe.len = kCachedReadCheckMin - 4096;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
+
+  sqe.len = kCachedReadCheckMin;
+  sqe.opcode = FGDS_OP_WRITE;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
+
+  // Past the end of the file nothing is cached: O_DIRECT (it reads 0).
+  sqe.opcode = FGDS_OP_READ;
+  sqe.file_offset = kCachedReadCheckMin * 4;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
 }
 
 }  // namespace

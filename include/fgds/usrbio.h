@@ -230,7 +230,9 @@ int fgds_fd_unregister(struct fgds_session* session, int id) FGDS_NOEXCEPT;
  * before fgds_ior_submit. Returns 0, -EAGAIN (ring full: reap completions
  * first) or -EINVAL (buf/len outside the iov, bad op or flags). Entries that
  * are 4096-aligned in buffer, offset and length go O_DIRECT unless
- * FGDS_SQE_BUFFERED (or FGDS_IOR_BUFFERED) is set.
+ * FGDS_SQE_BUFFERED (or FGDS_IOR_BUFFERED) is set, or the entry is a read
+ * of at least 64 KiB whose pages are all in the page cache (then served
+ * from there: FGDS_PATH_PAGE_CACHE).
  *
  * On a GPU iov, `buf` is a device address inside it and `len` may exceed
  * the staging size: the library splits the entry into chunks and gives

@@ -60,6 +60,24 @@ else
   failed+=(compile-check)
 fi
 
+# libfgds's direct path runs in the guest too (libfgds/direct_lab_test.cc,
+# against the real fgds.ko and the test exporter). One build for all series
+# (it is user space), kept in the cache so that reruns only relink.
+repo=$(cd "$here/../.." && pwd)
+"$repo/deploy/install-deps.sh" >/dev/null
+libfgds_build=${FGDS_LAB_CACHE:-/var/cache/fgds-lab}/libfgds-build
+t=$SECONDS
+if { cmake -S "$repo" -B "$libfgds_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+     cmake --build "$libfgds_build" -j"$(nproc)" --target fgds_direct_lab_test
+   } >"$work/libfgds.build.log" 2>&1; then
+  export FGDS_LAB_DIRECT_TEST=$libfgds_build/tests/kmod/libfgds/fgds_direct_lab_test
+  lab_log "libfgds lab test built in $((SECONDS - t)) s"
+else
+  tail -n 40 "$work/libfgds.build.log" >&2
+  lab_log "libfgds lab test FAILED to build (log: $work/libfgds.build.log)"
+  failed+=(libfgds-build)
+fi
+
 for series in ${FGDS_LAB_KERNELS:-6.12 7.2}; do
   t=$SECONDS
   if ! kdir=$("$here/build-kernel.sh" "$series"); then

@@ -196,8 +196,14 @@ void Driver::DirectFor(RequestSpec* spec) {
     return;
   }
   target.base += spec->device_address - registration->base();
-  // O_DIRECT needs the memory aligned like the file offsets.
-  if (reinterpret_cast<uintptr_t>(target.base) % kFileAlignment != 0) return;
+  // O_DIRECT needs memory aligned like the file offsets. Aligned chunks
+  // start on aligned file offsets, so their memory is aligned exactly when
+  // memory and file agree modulo the alignment.
+  if ((reinterpret_cast<uintptr_t>(target.base) - spec->file_offset) %
+          kFileAlignment !=
+      0) {
+    return;
+  }
   spec->direct = std::move(target);
 }
 

@@ -7,7 +7,7 @@
 #include <future>
 
 #include "fgds/fgds.h"
-#include "usrbio/direct/page_cache.h"
+#include "common/page_cache.h"
 
 namespace fgds::direct {
 namespace {
@@ -256,7 +256,7 @@ void Worker::StartRead(Slot& slot) {
     return CopyToDevice(slot);
   }
   if (config_.use_page_cache && file.buffered_fd() >= 0 &&
-      FullyCached(file.buffered_fd(), chunk.file_offset, chunk.length)) {
+      fgds::FullyCached(file.buffered_fd(), chunk.file_offset, chunk.length)) {
     // Every page is cached: a buffered read is a memory copy. A chunk only
     // partly cached goes O_DIRECT whole (coherent: the kernel writes back
     // dirty pages of the range first); reading its cached part buffered

@@ -87,6 +87,31 @@ fi
 echo "guest-tests: $bin $*"
 "$bin" "$@" || failed=1
 
+# ---- libfgds's direct path, on the real module ----
+# The BAR's second-to-last 16 MiB slot: kmod_lab_test uses the ones below
+# it, and the last one belongs to its hostcheck. A function, so that its
+# `set --` leaves the script's arguments alone.
+run_direct_test() {
+  direct_test=/lab/bin/fgds_direct_lab_test
+  if [ ! -x "$direct_test" ]; then
+    echo "SKIP libfgds_direct_lab_test: not built (run-lab.sh builds it)"
+    return
+  fi
+  set -- --node "/dev/$node" \
+    --bar-off $((FGDS_LAB_GPUMEM_SIZE - 2 * 16 * 1024 * 1024)) \
+    --raw "$FGDS_LAB_RAW_DEV" --ext4-dir /mnt/ext4 --ext4-file "$ext4_file"
+  if [ -n "$FGDS_LAB_NO_ROUTE_DEV" ] && [ -b "$FGDS_LAB_NO_ROUTE_DEV" ]; then
+    set -- "$@" --noroute "$FGDS_LAB_NO_ROUTE_DEV"
+  fi
+  echo "guest-tests: $direct_test $*"
+  timeout 300 "$direct_test" "$@" ||
+    fail libfgds_direct_lab_test "exit status $? (see the console log)"
+  # shellcheck disable=SC2016
+  wait_for '[ "$(registrations)" = 0 ]' 10 ||
+    fail libfgds_released "registrations $(registrations) after libfgds closed"
+}
+run_direct_test
+
 # ---- Module unload (test 10 of the brief) ----
 
 # A process that only keeps the device open pins fgds.

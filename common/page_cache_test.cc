@@ -1,4 +1,4 @@
-#include "usrbio/direct/page_cache.h"
+#include "common/page_cache.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 
-namespace fgds::direct {
+namespace fgds {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -68,4 +68,4 @@ TEST_F(PageCacheTest, PartlyCachedIsNotFullyCached) {
 }
 
 }  // namespace
-}  // namespace fgds::direct
+}  // namespace fgds

@@ -1,4 +1,4 @@
-#include "usrbio/direct/page_cache.h"
+#include "common/page_cache.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <memory>
 
-namespace fgds::direct {
+namespace fgds {
 namespace {
 
 constexpr uint64_t kPage = 4096;
@@ -80,4 +80,4 @@ bool FullyCached(int fd, uint64_t offset, uint64_t length) {
   return MincoreCached(fd, offset, length);
 }
 
-}  // namespace fgds::direct
+}  // namespace fgds
