@@ -60,6 +60,10 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
   const bool buffered =
       (sqe.flags & FGDS_SQE_BUFFERED) || (ring_flags & FGDS_IOR_BUFFERED);
   const bool direct = aligned && !buffered && (*file)->direct_fd >= 0;
+  if ((*iov)->direct_only() && !direct) {
+    // GPU memory: the client bounces what cannot go O_DIRECT.
+    return aligned && !buffered ? -EOPNOTSUPP : -EINVAL;
+  }
 
   out->write = write;
   out->fd = direct ? (*file)->direct_fd : (*file)->fd;
