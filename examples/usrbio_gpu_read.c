@@ -79,6 +79,11 @@ int main(int argc, char** argv) {
   struct fgds_iov gpu_iov;
   ret = fgds_iov_wrap_gpu(&session, &gpu_iov, dev_ptr, size, NULL);
   if (ret < 0) return fail("wrap GPU memory", ret);
+  /* Direct (storage -> GPU through the fgds module) or bounce, and why. */
+  uint32_t reason = 0;
+  int gpu_path = fgds_iov_gpu_path(&gpu_iov, &reason);
+  printf("GPU iov: %s (reason %u)\n",
+         gpu_path == (int)FGDS_PATH_DIRECT ? "direct" : "bounce", reason);
   struct fgds_ior ior;
   ret = fgds_ior_create(&session, &ior, NULL);
   if (ret < 0) return fail("ior", ret);
@@ -100,7 +105,10 @@ int main(int argc, char** argv) {
   cu_dtoh(head, dev_ptr, cqe.result < 16 ? (size_t)cqe.result : 16);
   printf("read %lld bytes into GPU memory (path %s), first byte 0x%02x\n",
          (long long)cqe.result,
-         cqe.path == FGDS_PATH_BOUNCE ? "bounce" : "other", head[0]);
+         cqe.path == FGDS_PATH_DIRECT   ? "direct"
+         : cqe.path == FGDS_PATH_BOUNCE ? "bounce"
+                                        : "other",
+         head[0]);
 
   fgds_fd_unregister(&session, file);
   fgds_ior_destroy(&ior);

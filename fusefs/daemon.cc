@@ -145,6 +145,7 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // `mountpoint`; without it the mount still serves POSIX, and clients get
 // ENOTSUP from fgds_session_open.
 static void StartSessions(const std::string& mountpoint,
+                          const std::string& data_dir,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
                           std::unique_ptr<session::SessionServer>* out) {
@@ -154,6 +155,7 @@ static void StartSessions(const std::string& mountpoint,
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
+  session_options.context.storage_dir = data_dir;
   auto server = session::SessionServer::Start(session_options);
   if (server.ok()) {
     *out = *std::move(server);
@@ -248,8 +250,8 @@ absl::Status ServeMount(const DaemonOptions& options,
                                            static_cast<off_t>(len));
         });
   }
-  StartSessions(options.mountpoint, fs->backend.get(), invalidator.get(),
-                &sessions);
+  StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
+                invalidator.get(), &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
   ready(absl::OkStatus());

@@ -34,6 +34,11 @@ class ErrnoSaver {
 // reply is malformed. Thread-safe: serialized on session->lock.
 int Exchange(fgds_session* session, uint16_t type, const void* payload,
              size_t payload_len, const int* fds, int nfds, uint32_t* id);
+// ExchangeReply is Exchange that returns the whole reply (GPU_IOV_REGISTER's
+// path and reason); *reply is filled whenever the result is the daemon's.
+int ExchangeReply(fgds_session* session, uint16_t type, const void* payload,
+                  size_t payload_len, const int* fds, int nfds,
+                  fgds_msg_reply* reply);
 
 // Unregister sends an *_UNREGISTER message for `id`.
 int Unregister(fgds_session* session, uint16_t type, uint32_t id);

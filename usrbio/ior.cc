@@ -246,7 +246,15 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
     return -EINVAL;
   }
   Stager* stager = fgds::usrbio::gpu::StagerOf(ior);
-  if (iov->gpu != nullptr) {
+  uint32_t iov_id = iov->id;
+  const fgds::usrbio::gpu::GpuIov* gpu = fgds::usrbio::gpu::GpuOf(iov);
+  if (gpu != nullptr &&
+      fgds::usrbio::gpu::DirectEntry(gpu, start, file_offset, len, sqe_flags,
+                                     ior->flags)) {
+    // The daemon mapped this GPU memory: the entry is an ordinary one on
+    // the mapping's iov (no staging, no copy; completes FGDS_PATH_DIRECT).
+    iov_id = gpu->direct_id;
+  } else if (gpu != nullptr) {
     if (stager == nullptr) {
       // The first GPU entry of this ior. Only the submitting thread gets
       // here; the release store publishes the stager to the reaping thread,
@@ -261,7 +269,7 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
   fgds_sqe sqe = {};
   sqe.opcode = static_cast<uint8_t>(opcode);
   sqe.flags = static_cast<uint8_t>(sqe_flags);
-  sqe.iov_id = iov->id;
+  sqe.iov_id = iov_id;
   sqe.fd_id = static_cast<uint32_t>(fd_id);
   sqe.tag = 0;
   sqe.iov_offset = start - base;

@@ -69,6 +69,8 @@ TEST(RingLayoutTest, HeadersCompileAsC) {
 TEST(WireLayoutTest, EveryMessageFitsTheReceiveBuffer) {
   EXPECT_LE(sizeof(fgds_msg_header) + sizeof(fgds_msg_ior_register),
             FGDS_WIRE_MAX_MESSAGE);
+  EXPECT_LE(sizeof(fgds_msg_header) + sizeof(fgds_msg_gpu_iov_register),
+            FGDS_WIRE_MAX_MESSAGE);
   EXPECT_LE(sizeof(fgds_msg_header) + sizeof(fgds_msg_reply),
             FGDS_WIRE_MAX_MESSAGE);
 }

@@ -114,6 +114,16 @@ int SendRequest(int sock, const void* msg, size_t len, const int* fds,
 
 int Exchange(fgds_session* session, uint16_t type, const void* payload,
              size_t payload_len, const int* fds, int nfds, uint32_t* id) {
+  fgds_msg_reply reply = {};
+  const int ret =
+      ExchangeReply(session, type, payload, payload_len, fds, nfds, &reply);
+  if (ret == 0 && id != nullptr) *id = reply.id;
+  return ret;
+}
+
+int ExchangeReply(fgds_session* session, uint16_t type, const void* payload,
+                  size_t payload_len, const int* fds, int nfds,
+                  fgds_msg_reply* out) {
   unsigned char msg[FGDS_WIRE_MAX_MESSAGE];
   fgds_msg_header header = {};
   header.magic = FGDS_WIRE_MAGIC;
@@ -154,7 +164,7 @@ int Exchange(fgds_session* session, uint16_t type, const void* payload,
   if (rh.type == FGDS_MSG_ERROR) return body.result < 0 ? body.result : -EPROTO;
   if (rh.type != FGDS_MSG_REPLY || rh.seq != header.seq) return -EPROTO;
   if (body.result > 0) return -EPROTO;
-  if (id != nullptr) *id = body.id;
+  *out = body;
   return body.result;
 }
 

@@ -40,6 +40,12 @@ std::shared_ptr<SharedMemory> SharedMemory::Borrow(void* base, uint64_t size) {
       new SharedMemory(static_cast<char*>(base), size, false));
 }
 
+std::shared_ptr<SharedMemory> SharedMemory::Adopt(
+    char* base, uint64_t size, std::shared_ptr<void> keeper) {
+  return std::shared_ptr<SharedMemory>(
+      new SharedMemory(base, size, false, std::move(keeper)));
+}
+
 SharedMemory::~SharedMemory() {
   if (owned_) munmap(base_, size_);
 }

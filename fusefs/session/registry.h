@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -24,7 +25,8 @@
 
 namespace fgds::session {
 
-// A MAP_SHARED mapping of a client's memfd; unmapped on destruction.
+// A MAP_SHARED mapping of a client's memfd, unmapped on destruction; or
+// (Adopt) GPU memory mapped through the fgds kernel module.
 class SharedMemory {
  public:
   // Maps `size` bytes of `fd` (not taken over) read-write. The fd must be a
@@ -35,19 +37,30 @@ class SharedMemory {
   static int Map(int fd, uint64_t size, std::shared_ptr<SharedMemory>* out);
   // Wraps memory the caller owns (tests and fuzzers); not unmapped.
   static std::shared_ptr<SharedMemory> Borrow(void* base, uint64_t size);
+  // Adopt wraps `size` bytes at `base` that `keeper` keeps mapped (a GPU
+  // iov's module mapping, gpu_iov.h), released with the last reference.
+  // The result is direct_only.
+  static std::shared_ptr<SharedMemory> Adopt(char* base, uint64_t size,
+                                             std::shared_ptr<void> keeper);
   ~SharedMemory();
   SharedMemory(const SharedMemory&) = delete;
   SharedMemory& operator=(const SharedMemory&) = delete;
 
   char* base() const { return base_; }
   uint64_t size() const { return size_; }
+  // GPU memory: only O_DIRECT I/O may reach it (sqe_check.h). The CPU
+  // copying through the page cache would read or write the GPU's BAR one
+  // PCIe transaction at a time, if the platform allows it at all.
+  bool direct_only() const { return keeper_ != nullptr; }
 
  private:
-  SharedMemory(char* base, uint64_t size, bool owned)
-      : base_(base), size_(size), owned_(owned) {}
+  SharedMemory(char* base, uint64_t size, bool owned,
+               std::shared_ptr<void> keeper = nullptr)
+      : base_(base), size_(size), owned_(owned), keeper_(std::move(keeper)) {}
   char* const base_;
   const uint64_t size_;
-  const bool owned_;
+  const bool owned_;  // base_ is our mmap of a memfd: munmap it
+  const std::shared_ptr<void> keeper_;  // owns base_ when set
 };
 
 // A registered file: descriptors of the backing file, owned.

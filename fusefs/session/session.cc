@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "fusefs/session/gpu_iov.h"
 
 namespace fgds::session {
 namespace {
@@ -106,12 +107,14 @@ void Session::Run() {
     if (err != 0) {
       for (int i = 0; i < nfds; ++i) close(fds[i]);
       LogWarning("usrbio session of pid %d: malformed message, closing", pid_);
-      Reply(FGDS_MSG_ERROR, 0, err, 0);
+      fgds_msg_reply error = {};
+      error.result = err;
+      Reply(FGDS_MSG_ERROR, 0, error);
       break;
     }
-    uint32_t id = 0;
-    int result = Handle(request, fds, &id);
-    Reply(FGDS_MSG_REPLY, request.header.seq, result, id);
+    fgds_msg_reply reply = {};
+    Handle(request, fds, &reply);
+    Reply(FGDS_MSG_REPLY, request.header.seq, reply);
   }
   Teardown();
   {
@@ -125,26 +128,38 @@ void Session::Run() {
   done_.store(true, std::memory_order_release);
 }
 
-int Session::Handle(const Request& request, int* fds, uint32_t* id) {
+void Session::Handle(const Request& request, int* fds, fgds_msg_reply* reply) {
+  uint32_t* id = &reply->id;
+  int& result = reply->result;
   switch (request.header.type) {
     case FGDS_MSG_HELLO:
       hello_done_ = true;
       *id = FGDS_WIRE_VERSION;
-      return 0;
+      result = 0;
+      return;
     case FGDS_MSG_IOV_REGISTER:
-      return RegisterIov(request.iov_register, fds[0], id);
+      result = RegisterIov(request.iov_register, fds[0], id);
+      return;
+    case FGDS_MSG_GPU_IOV_REGISTER:
+      result = RegisterGpuIov(request.gpu_iov_register, fds[0], reply);
+      return;
     case FGDS_MSG_IOR_REGISTER:
-      return RegisterIor(request.ior_register, fds, id);
+      result = RegisterIor(request.ior_register, fds, id);
+      return;
     case FGDS_MSG_FD_REGISTER:
-      return RegisterFile(fds[0], id);
+      result = RegisterFile(fds[0], id);
+      return;
     case FGDS_MSG_IOV_UNREGISTER:
-      return registry_->RemoveIov(request.unregister.id);
+      result = registry_->RemoveIov(request.unregister.id);
+      return;
     case FGDS_MSG_FD_UNREGISTER:
-      return registry_->RemoveFile(request.unregister.id);
+      result = registry_->RemoveFile(request.unregister.id);
+      return;
     case FGDS_MSG_IOR_UNREGISTER:
-      return UnregisterIor(request.unregister.id);
+      result = UnregisterIor(request.unregister.id);
+      return;
   }
-  return -EPROTO;  // ParseRequest admits no other type
+  result = -EPROTO;  // ParseRequest admits no other type
 }
 
 int Session::RegisterIov(const fgds_msg_iov_register& msg, int memfd,
@@ -159,6 +174,49 @@ int Session::RegisterIov(const fgds_msg_iov_register& msg, int memfd,
   int64_t added = registry_->AddIov(std::move(memory));
   if (added < 0) return static_cast<int>(added);
   *id = static_cast<uint32_t>(added);
+  return 0;
+}
+
+int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
+                            fgds_msg_reply* reply) {
+  // Closed on every path: a DIRECT registration holds its own reference to
+  // the dma-buf (and so to the GPU memory) in the module.
+  std::string exporter;
+  int ret = CheckGpuIovValues(msg, context_.limits.registry.max_iov_bytes);
+  if (ret == 0 && DmaBufExporter(dmabuf_fd, &exporter) != 0) {
+    LogWarning("usrbio session of pid %d: GPU iov refused: not a dma-buf",
+               pid_);
+    ret = -EINVAL;
+  }
+  if (ret != 0) {
+    close(dmabuf_fd);
+    return ret;
+  }
+  GpuIovOptions options;
+  options.device_dir = context_.device_dir;
+  if (!context_.storage_dir.empty()) {
+    options.storage_fd =
+        open(context_.storage_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  GpuIovMapping mapping = MapGpuIov(msg, dmabuf_fd, options);
+  if (options.storage_fd >= 0) close(options.storage_fd);
+  close(dmabuf_fd);
+  if (mapping.path == FGDS_PATH_DIRECT) {
+    int64_t added = registry_->AddIov(std::move(mapping.memory));
+    if (added < 0) return static_cast<int>(added);
+    reply->id = static_cast<uint32_t>(added);
+    LogInfo(
+        "usrbio session of pid %d: GPU iov %u, %u bytes of GPU %s (dma-buf "
+        "of %s): direct",
+        pid_, reply->id, msg.size, msg.pci_bus_id, exporter);
+  } else {
+    LogInfo(
+        "usrbio session of pid %d: GPU iov, %u bytes of GPU %s (dma-buf of "
+        "%s): bounce: %s",
+        pid_, msg.size, msg.pci_bus_id, exporter, mapping.message);
+  }
+  reply->path = mapping.path;
+  reply->reason = mapping.reason;
   return 0;
 }
 
@@ -233,7 +291,7 @@ int Session::RegisterFile(int fd, uint32_t* id) {
   return 0;
 }
 
-void Session::Reply(uint16_t type, uint32_t seq, int32_t result, uint32_t id) {
+void Session::Reply(uint16_t type, uint32_t seq, const fgds_msg_reply& reply) {
   unsigned char msg[sizeof(fgds_msg_header) + sizeof(fgds_msg_reply)];
   fgds_msg_header header = {};
   header.magic = FGDS_WIRE_MAGIC;
@@ -241,9 +299,6 @@ void Session::Reply(uint16_t type, uint32_t seq, int32_t result, uint32_t id) {
   header.type = type;
   header.length = sizeof(msg);
   header.seq = seq;
-  fgds_msg_reply reply = {};
-  reply.result = result;
-  reply.id = id;
   memcpy(msg, &header, sizeof(header));
   memcpy(msg + sizeof(header), &reply, sizeof(reply));
   // MSG_NOSIGNAL: a client that is gone must not kill the daemon. A

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -41,6 +42,11 @@ struct SessionContext {
   // Drops the mount's cached pages after usrbio writes; null: none (a
   // daemon without a mount, tests).
   CacheInvalidator* invalidator = nullptr;
+  // GPU iovs (gpu_iov.h): the backing directory, whose block device the
+  // fgds module checks the peer-to-peer route to ("": none, so every GPU
+  // iov bounces), and where the module's nodes are.
+  std::string storage_dir;
+  std::string device_dir = "/dev";
   SessionLimits limits;
 };
 
@@ -59,14 +65,17 @@ class Session {
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
-  // Handles one request; returns the reply's result and sets *id. Takes the
-  // received descriptors (closes what it does not keep).
-  int Handle(const Request& request, int* fds, uint32_t* id);
+  // Handles one request and fills the reply (result, id; path and reason
+  // for GPU iovs). Takes the received descriptors (closes what it does not
+  // keep).
+  void Handle(const Request& request, int* fds, fgds_msg_reply* reply);
   int RegisterIov(const fgds_msg_iov_register& msg, int memfd, uint32_t* id);
+  int RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
+                     fgds_msg_reply* reply);
   int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id);
   int RegisterFile(int fd, uint32_t* id);
   int UnregisterIor(uint32_t id);
-  void Reply(uint16_t type, uint32_t seq, int32_t result, uint32_t id);
+  void Reply(uint16_t type, uint32_t seq, const fgds_msg_reply& reply);
   void Teardown();
 
   const int sock_;

@@ -61,11 +61,15 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
   const bool buffered =
       (sqe.flags & FGDS_SQE_BUFFERED) || (ring_flags & FGDS_IOR_BUFFERED);
   bool direct = aligned && !buffered && (*file)->direct_fd >= 0;
-  // A large read whose pages are all cached is a memory copy through the
-  // page cache; O_DIRECT would read the disk again. Small reads skip the
-  // question: the syscall would cost more than it could save.
-  if (direct && !write && sqe.len >= kCachedReadCheckMin &&
-      FullyCached((*file)->fd, sqe.file_offset, sqe.len)) {
+  if ((*iov)->direct_only()) {
+    // GPU memory: the client bounces what cannot go O_DIRECT, and cached
+    // pages are not copied by the CPU into it either.
+    if (!direct) return aligned && !buffered ? -EOPNOTSUPP : -EINVAL;
+  } else if (direct && !write && sqe.len >= kCachedReadCheckMin &&
+             FullyCached((*file)->fd, sqe.file_offset, sqe.len)) {
+    // A large read whose pages are all cached is a memory copy through the
+    // page cache; O_DIRECT would read the disk again. Small reads skip the
+    // question: the syscall would cost more than it could save.
     direct = false;
   }
 

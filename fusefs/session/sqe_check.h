@@ -49,9 +49,12 @@ struct CheckedIo {
 //            with a nonzero iov, offset or length, FGDS_SQE_DATASYNC on a
 //            read or write, zero or
 //            oversized length, an iov id this session does not have, a range
-//            outside the iov, or a file range past the largest offset;
+//            outside the iov, a file range past the largest offset, or
+//            an unaligned or buffered entry on a direct_only (GPU) iov;
 //   -EBADF   a file id this session does not have;
-//   -EACCES  a read from a file registered write-only, or the reverse.
+//   -EACCES  a read from a file registered write-only, or the reverse;
+//   -EOPNOTSUPP  an aligned entry on a direct_only iov for a file the
+//            backing filesystem cannot open O_DIRECT.
 // `ring_flags` are the ior's FGDS_IOR_* flags.
 // REQUIRES: a ReaderLock on registry.mu().
 int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,

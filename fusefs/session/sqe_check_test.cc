@@ -255,6 +255,65 @@ TEST_F(SqeCheckTest, LargeReadOfCachedPagesUsesThePageCache) {
   sqe.file_offset = kCachedReadCheckMin * 4;
   ASSERT_EQ(Check(sqe, 0, &io), 0);
   EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
+
+  // GPU memory (a direct_only iov) never takes the page cache: the CPU
+  // would copy into GPU memory.
+  auto keeper = std::make_shared<int>(0);
+  sqe.iov_id = static_cast<uint32_t>(registry_.AddIov(
+      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper)));
+  sqe.file_offset = 0;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
+}
+
+TEST_F(SqeCheckTest, GpuIovsTakeOnlyDirectEntries) {
+  // A direct_only iov (GPU memory mapped through the module): host memory
+  // here, kept by a keeper as the module mapping would be.
+  auto keeper = std::make_shared<int>(0);
+  const uint32_t gpu = static_cast<uint32_t>(registry_.AddIov(
+      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper)));
+  CheckedIo io;
+  fgds_sqe sqe = Valid();
+  sqe.iov_id = gpu;
+  sqe.iov_offset = 8192;
+  sqe.file_offset = 4096;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
+  EXPECT_EQ(io.fd, direct_fd_);
+  EXPECT_EQ(io.buf, static_cast<char*>(mem_) + 8192);
+
+  struct Case {
+    const char* name;
+    uint64_t iov_offset, file_offset, len;
+    uint8_t flags;
+    uint32_t ring_flags;
+    int error;
+  } refused[] = {
+      {"unaligned buffer", 100, 4096, 4096, 0, 0, -EINVAL},
+      {"unaligned offset", 4096, 100, 4096, 0, 0, -EINVAL},
+      {"unaligned length", 4096, 4096, 100, 0, 0, -EINVAL},
+      {"entry asks for the page cache", 4096, 4096, 4096, FGDS_SQE_BUFFERED, 0,
+       -EINVAL},
+      {"ring asks for the page cache", 4096, 4096, 4096, 0, FGDS_IOR_BUFFERED,
+       -EINVAL},
+  };
+  for (const Case& c : refused) {
+    sqe = Valid();
+    sqe.iov_id = gpu;
+    sqe.iov_offset = c.iov_offset;
+    sqe.file_offset = c.file_offset;
+    sqe.len = c.len;
+    sqe.flags = c.flags;
+    EXPECT_EQ(Check(sqe, c.ring_flags, &io), c.error) << c.name;
+  }
+  sqe = Valid();
+  sqe.iov_id = gpu;
+  sqe.fd_id = ro_;  // no O_DIRECT descriptor: the page cache is no option
+  EXPECT_EQ(Check(sqe, 0, &io), -EOPNOTSUPP);
+  // The registry's reference keeps the keeper alive until removal.
+  EXPECT_EQ(keeper.use_count(), 2);
+  ASSERT_EQ(registry_.RemoveIov(gpu), 0);
+  EXPECT_EQ(keeper.use_count(), 1);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ size_t PayloadSize(uint16_t type) {
       return sizeof(fgds_msg_hello);
     case FGDS_MSG_IOV_REGISTER:
       return sizeof(fgds_msg_iov_register);
+    case FGDS_MSG_GPU_IOV_REGISTER:
+      return sizeof(fgds_msg_gpu_iov_register);
     case FGDS_MSG_IOR_REGISTER:
       return sizeof(fgds_msg_ior_register);
     case FGDS_MSG_FD_REGISTER:
@@ -27,8 +29,21 @@ size_t PayloadSize(uint16_t type) {
   }
 }
 
-// Reserved words and flags: nonzero means a newer client or garbage; either
-// way this daemon cannot honour it (botching-up-ioctls.rst).
+// A C string that fills its field exactly: a NUL, and only NULs after it,
+// so every reader sees the same text (and nothing hides behind the NUL).
+bool TerminatedText(const char* text, size_t size) {
+  size_t i = 0;
+  while (i < size && text[i] != '\0') ++i;
+  if (i == size) return false;
+  for (; i < size; ++i) {
+    if (text[i] != '\0') return false;
+  }
+  return true;
+}
+
+// Reserved words and flags (and text fields, TerminatedText): nonzero means
+// a newer client or garbage; either way this daemon cannot honour it
+// (botching-up-ioctls.rst).
 bool ReservedClear(const Request& r) {
   switch (r.header.type) {
     case FGDS_MSG_HELLO:
@@ -36,6 +51,13 @@ bool ReservedClear(const Request& r) {
              r.hello.reserved[1] == 0 && r.hello.reserved[2] == 0;
     case FGDS_MSG_IOV_REGISTER:
       return r.iov_register.flags == 0 && r.iov_register.reserved == 0;
+    case FGDS_MSG_GPU_IOV_REGISTER:
+      return r.gpu_iov_register.flags == 0 &&
+             r.gpu_iov_register.reserved0 == 0 &&
+             r.gpu_iov_register.reserved[0] == 0 &&
+             r.gpu_iov_register.reserved[1] == 0 &&
+             TerminatedText(r.gpu_iov_register.pci_bus_id,
+                            sizeof(r.gpu_iov_register.pci_bus_id));
     case FGDS_MSG_IOR_REGISTER:
       return (r.ior_register.flags & ~FGDS_IOR_VALID_FLAGS) == 0 &&
              r.ior_register.reserved == 0;
@@ -56,6 +78,7 @@ int ExpectedFds(uint16_t type) {
     case FGDS_MSG_FD_UNREGISTER:
       return 0;
     case FGDS_MSG_IOV_REGISTER:
+    case FGDS_MSG_GPU_IOV_REGISTER:
     case FGDS_MSG_FD_REGISTER:
       return 1;
     case FGDS_MSG_IOR_REGISTER:
@@ -84,7 +107,8 @@ int ParseRequest(const void* data, size_t len, int nfds, Request* out) {
   }
   memset(out, 0, sizeof(*out));
   out->header = header;
-  static_assert(sizeof(out->raw) >= sizeof(fgds_msg_ior_register));
+  static_assert(sizeof(out->raw) >= sizeof(fgds_msg_ior_register) &&
+                sizeof(out->raw) >= sizeof(fgds_msg_gpu_iov_register));
   memcpy(out->raw, static_cast<const char*>(data) + sizeof(header), payload);
   return ReservedClear(*out) ? 0 : -EPROTO;
 }

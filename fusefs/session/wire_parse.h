@@ -19,10 +19,11 @@ struct Request {
   union {
     fgds_msg_hello hello;
     fgds_msg_iov_register iov_register;
+    fgds_msg_gpu_iov_register gpu_iov_register;
     fgds_msg_ior_register ior_register;
     fgds_msg_fd_register fd_register;
     fgds_msg_unregister unregister;
-    unsigned char raw[sizeof(fgds_msg_ior_register)];  // the largest
+    unsigned char raw[sizeof(fgds_msg_gpu_iov_register)];  // the largest
   };
 };
 
@@ -33,7 +34,8 @@ int ExpectedFds(uint16_t type);
 // Parses `len` bytes received with `nfds` descriptors. Returns 0 and fills
 // *out, or -EPROTO for anything malformed: short or long packet, wrong
 // magic/version/length, unknown type, a reply type from the client, nonzero
-// reserved fields, unknown flags, or the wrong number of descriptors.
+// reserved fields, unknown flags, the wrong number of descriptors, or a
+// GPU_IOV_REGISTER pci_bus_id without a NUL or with bytes after it.
 // Values that are well-formed but unacceptable (sizes, ids) are the
 // handler's to reject.
 int ParseRequest(const void* data, size_t len, int nfds, Request* out);

@@ -94,5 +94,57 @@ TEST(WireParseTest, MalformedMessagesAreRejected) {
   EXPECT_EQ(Parse(Message(FGDS_MSG_FD_REGISTER, fdr), 1), -EPROTO);
 }
 
+fgds_msg_gpu_iov_register GoodGpuIov() {
+  fgds_msg_gpu_iov_register g = {};
+  g.size = 1 << 20;
+  g.dmabuf_offset = 4096;
+  g.dmabuf_size = 2 << 20;
+  strcpy(g.pci_bus_id, "0000:3B:00.0");
+  return g;
+}
+
+TEST(WireParseTest, GpuIovRegisterParses) {
+  Request r;
+  const auto m = Message(FGDS_MSG_GPU_IOV_REGISTER, GoodGpuIov());
+  ASSERT_EQ(ParseRequest(m.data(), m.size(), 1, &r), 0);
+  EXPECT_EQ(r.gpu_iov_register.size, 1u << 20);
+  EXPECT_EQ(r.gpu_iov_register.dmabuf_offset, 4096u);
+  EXPECT_EQ(r.gpu_iov_register.dmabuf_size, 2u << 20);
+  EXPECT_STREQ(r.gpu_iov_register.pci_bus_id, "0000:3B:00.0");
+  // Values are the handler's to judge: an empty id or a zero size parse.
+  fgds_msg_gpu_iov_register empty = {};
+  EXPECT_EQ(Parse(Message(FGDS_MSG_GPU_IOV_REGISTER, empty), 1), 0);
+  // 15 characters and the NUL fill the field exactly.
+  fgds_msg_gpu_iov_register full = GoodGpuIov();
+  memset(full.pci_bus_id, 'a', sizeof(full.pci_bus_id) - 1);
+  full.pci_bus_id[sizeof(full.pci_bus_id) - 1] = '\0';
+  EXPECT_EQ(Parse(Message(FGDS_MSG_GPU_IOV_REGISTER, full), 1), 0);
+}
+
+TEST(WireParseTest, MalformedGpuIovRegisterIsRejected) {
+  const uint16_t type = FGDS_MSG_GPU_IOV_REGISTER;
+  EXPECT_EQ(Parse(Message(type, GoodGpuIov()), 0), -EPROTO) << "missing fd";
+  EXPECT_EQ(Parse(Message(type, GoodGpuIov()), 2), -EPROTO) << "extra fd";
+  auto g = GoodGpuIov();
+  g.flags = 1;
+  EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "flags";
+  g = GoodGpuIov();
+  g.reserved0 = 1;
+  EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "reserved0";
+  for (int i = 0; i < 2; ++i) {
+    g = GoodGpuIov();
+    g.reserved[i] = uint64_t{1} << 63;
+    EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "reserved " << i;
+  }
+  g = GoodGpuIov();
+  memset(g.pci_bus_id, 'f', sizeof(g.pci_bus_id));
+  EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "unterminated pci id";
+  g = GoodGpuIov();
+  g.pci_bus_id[14] = 'x';  // after the NUL that ends "0000:3B:00.0"
+  EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "bytes after the NUL";
+  // The payload of a plain IOV_REGISTER under this type: too short.
+  EXPECT_EQ(Parse(Message(type, fgds_msg_iov_register{}), 1), -EPROTO);
+}
+
 }  // namespace
 }  // namespace fgds::session

@@ -107,7 +107,7 @@ int fgds_iov_create(struct fgds_session* session, struct fgds_iov* iov,
  * this process's mapping goes away). */
 int fgds_iov_destroy(struct fgds_iov* iov) FGDS_NOEXCEPT;
 
-/* ---- GPU iovs (bounce path) ------------------------------------------- */
+/* ---- GPU iovs --------------------------------------------------------- */
 
 /* fgds_iov_gpu_params.flags */
 /* Retain device `device`'s primary context (released by fgds_iov_destroy)
@@ -116,7 +116,7 @@ int fgds_iov_destroy(struct fgds_iov* iov) FGDS_NOEXCEPT;
 #define FGDS_IOV_GPU_VALID_FLAGS (FGDS_IOV_GPU_PRIMARY_CTX)
 
 #define FGDS_IOV_GPU_DEFAULT_STAGING (64ull << 20)
-#define FGDS_IOV_GPU_DEFAULT_CHUNK (2u << 20)
+#define FGDS_IOV_GPU_DEFAULT_CHUNK (4u << 20)
 #define FGDS_IOV_GPU_MAX_CHUNK (64u << 20)
 #define FGDS_IOV_GPU_MAX_STAGING (16ull << 30)
 
@@ -125,7 +125,7 @@ struct fgds_iov_gpu_params {
    * to a multiple of chunk_bytes; at least one chunk, at most 16 GiB. It
    * bounds the memory the iov's I/O ever uses, whatever is queued. */
   uint64_t staging_bytes;
-  /* The unit of pipelining: 0 = 2 MiB; a multiple of 4096, <= 64 MiB. */
+  /* The unit of pipelining: 0 = 4 MiB; a multiple of 4096, <= 64 MiB. */
   uint32_t chunk_bytes;
   uint32_t flags; /* FGDS_IOV_GPU_* */
   int32_t device; /* with FGDS_IOV_GPU_PRIMARY_CTX: the CUDA ordinal */
@@ -143,9 +143,12 @@ struct fgds_iov_gpu_params {
  * registered with the daemon and page-locked for the GPU with
  * cuMemHostRegister), a non-blocking CUDA stream and one event per staging
  * chunk, in the context current on the calling thread (or the primary
- * context of params->device with FGDS_IOV_GPU_PRIMARY_CTX). Entries on it
- * complete with path FGDS_PATH_BOUNCE; see docs/usrbio.md, "GPU iovs", for
- * the pipeline and the exact completion semantics:
+ * context of params->device with FGDS_IOV_GPU_PRIMARY_CTX). Where the
+ * device supports it, it also exports the range as a dma-buf and offers it
+ * to the daemon, which maps it for the direct path when it can
+ * (fgds_iov_gpu_path); a refusal is not an error. Bounced entries complete
+ * with path FGDS_PATH_BOUNCE; see docs/usrbio.md, "GPU iovs", for the
+ * pipeline and the exact completion semantics:
  *   - a read's completion is returned only after its device copy finished:
  *     the data is visible to any GPU work (any stream of the context)
  *     launched after fgds_ior_peek/fgds_ior_wait returned it, with no
@@ -163,6 +166,45 @@ struct fgds_iov_gpu_params {
 int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
                       uint64_t dev_ptr, uint64_t size,
                       const struct fgds_iov_gpu_params* params) FGDS_NOEXCEPT;
+
+/* fgds_iov_gpu_path returns the path `iov`'s aligned entries take
+ * (FGDS_PATH_DIRECT or FGDS_PATH_BOUNCE), decided once by
+ * fgds_iov_wrap_gpu, and, when `reason` is not NULL, stores why it is not
+ * direct there (FGDS_IOV_GPU_REASON_*; NONE when direct). -EINVAL for a
+ * host iov. The daemon logs the full story ("usrbio session of pid ...").
+ *
+ * DIRECT: the daemon mapped the GPU memory through the fgds kernel module
+ * (its dma-buf, exported with cuMemGetHandleForAddressRange). An entry
+ * whose device address, file offset and length are multiples of 4096, of at
+ * most 1 GiB, and not buffered (FGDS_SQE_BUFFERED, FGDS_IOR_BUFFERED), goes
+ * to the daemon as is and moves by O_DIRECT straight between storage and
+ * GPU memory, completing with path FGDS_PATH_DIRECT; it is neither staged
+ * nor copied, so a read's data is in GPU memory when its completion
+ * arrives, and a write's source must be ready at fgds_ior_submit, as on
+ * the bounce path. Every other entry takes the bounce path. */
+int fgds_iov_gpu_path(const struct fgds_iov* iov,
+                      uint32_t* reason) FGDS_NOEXCEPT;
+
+/* Why a GPU iov is on the bounce path (fgds_iov_gpu_path). */
+#define FGDS_IOV_GPU_REASON_NONE 0u /* direct */
+/* This process could not export the memory as a dma-buf: the device lacks
+ * CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, the driver refused, or its PCI
+ * address is unknown. */
+#define FGDS_IOV_GPU_REASON_NO_DMABUF 1u
+/* The daemon refused the dma-buf (an error reply: not a dma-buf, limits). */
+#define FGDS_IOV_GPU_REASON_REFUSED 2u
+/* The daemon's host has no /dev/fgds_<bdf> for this GPU: the fgds kernel
+ * module is not loaded, or not bound to it. */
+#define FGDS_IOV_GPU_REASON_NO_MODULE 3u
+/* The device node exists but is unusable (open failed, another ABI). */
+#define FGDS_IOV_GPU_REASON_MODULE_ERROR 4u
+/* The storage is not on a block device, or it has no peer-to-peer route to
+ * the GPU (e.g. across CPU sockets, or in a VM). */
+#define FGDS_IOV_GPU_REASON_NO_P2P 5u
+/* The module could not register or map the dma-buf (driver refused a
+ * peer-to-peer attachment, limits). */
+#define FGDS_IOV_GPU_REASON_MAP_FAILED 6u
+#define FGDS_IOV_GPU_REASON_MAX 6u
 
 /* ---- ior -------------------------------------------------------------- */
 
@@ -237,8 +279,9 @@ int fgds_fd_unregister(struct fgds_session* session, int id) FGDS_NOEXCEPT;
  * On a GPU iov, `buf` is a device address inside it and `len` may exceed
  * the staging size: the library splits the entry into chunks and gives
  * exactly one completion for it (bytes, short only at EOF, or -errno; path
- * FGDS_PATH_BOUNCE). Also -EBUSY (another ior is using the iov) and
- * -ENOMEM. */
+ * FGDS_PATH_BOUNCE), or, on a direct GPU iov, an aligned entry goes to the
+ * daemon as one entry (path FGDS_PATH_DIRECT; see fgds_iov_gpu_path). Also
+ * -EBUSY (another ior is bouncing through the iov) and -ENOMEM. */
 int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
                  uint32_t opcode, uint32_t sqe_flags, void* buf, int fd_id,
                  uint64_t file_offset, uint64_t len,

@@ -29,15 +29,16 @@
 #define FGDS_WIRE_MAX_FDS 3u
 
 enum fgds_msg_type {
-  FGDS_MSG_HELLO = 1,          /* no fds; first message of a session */
-  FGDS_MSG_IOV_REGISTER = 2,   /* fd: the iov memfd */
-  FGDS_MSG_IOV_UNREGISTER = 3, /* no fds */
-  FGDS_MSG_IOR_REGISTER = 4,   /* fds: ring memfd, submit efd, complete efd */
-  FGDS_MSG_IOR_UNREGISTER = 5, /* no fds */
-  FGDS_MSG_FD_REGISTER = 6,    /* fd: a file opened through the mount */
-  FGDS_MSG_FD_UNREGISTER = 7,  /* no fds */
-  FGDS_MSG_REPLY = 0x100,      /* daemon -> client */
-  FGDS_MSG_ERROR = 0x101       /* daemon -> client, then the session closes */
+  FGDS_MSG_HELLO = 1,            /* no fds; first message of a session */
+  FGDS_MSG_IOV_REGISTER = 2,     /* fd: the iov memfd */
+  FGDS_MSG_IOV_UNREGISTER = 3,   /* no fds; also for GPU iovs */
+  FGDS_MSG_IOR_REGISTER = 4,     /* fds: ring memfd, submit efd, complete efd */
+  FGDS_MSG_IOR_UNREGISTER = 5,   /* no fds */
+  FGDS_MSG_FD_REGISTER = 6,      /* fd: a file opened through the mount */
+  FGDS_MSG_FD_UNREGISTER = 7,    /* no fds */
+  FGDS_MSG_GPU_IOV_REGISTER = 8, /* fd: a dma-buf of GPU memory */
+  FGDS_MSG_REPLY = 0x100,        /* daemon -> client */
+  FGDS_MSG_ERROR = 0x101         /* daemon -> client, then the session closes */
 };
 
 struct fgds_msg_header {
@@ -57,6 +58,26 @@ struct fgds_msg_iov_register {
   uint64_t size;  /* bytes of the memfd the daemon maps; <= its file size */
   uint32_t flags; /* none defined: 0 */
   uint32_t reserved;
+};
+
+/* GPU_IOV_REGISTER: a range of GPU memory, exported by the client as a
+ * dma-buf (cuMemGetHandleForAddressRange), for the daemon to map through the
+ * fgds kernel module of that GPU, /dev/fgds_<pci_bus_id>. Well-formed but
+ * unacceptable values (size 0, a range outside the dma-buf, a pci_bus_id
+ * that is not a PCI address, a descriptor that is not a dma-buf) get
+ * -EINVAL. Where the daemon cannot map it (no module, no peer-to-peer
+ * route), the reply is result 0 with path FGDS_PATH_BOUNCE, a reason and no
+ * iov: the client then moves the data through its staging memory. */
+struct fgds_msg_gpu_iov_register {
+  uint64_t size;          /* bytes of the GPU range, > 0 */
+  uint64_t dmabuf_offset; /* where the range starts inside the dma-buf */
+  uint64_t dmabuf_size;   /* bytes of the dma-buf; the range lies inside */
+  /* The GPU's PCI address as cuDeviceGetPCIBusId writes it
+   * ("0000:3B:00.0"): NUL-terminated, zero after the NUL. */
+  char pci_bus_id[16];
+  uint32_t flags; /* none defined: 0 */
+  uint32_t reserved0;
+  uint64_t reserved[2];
 };
 
 struct fgds_msg_ior_register {
@@ -84,13 +105,19 @@ struct fgds_msg_unregister {
 struct fgds_msg_reply {
   int32_t result; /* 0 or -errno */
   uint32_t id;    /* the new object's id (registrations), protocol version
-                     (HELLO) */
-  uint64_t reserved;
+                     (HELLO); GPU_IOV_REGISTER: only when path is DIRECT */
+  /* GPU_IOV_REGISTER with result 0: FGDS_PATH_DIRECT (the daemon mapped the
+   * GPU memory; entries on `id` move data straight between storage and the
+   * GPU) or FGDS_PATH_BOUNCE (nothing registered; `reason` says why). 0 in
+   * every other reply. */
+  uint32_t path;
+  uint32_t reason; /* FGDS_IOV_GPU_REASON_* (usrbio.h) with BOUNCE, else 0 */
 };
 
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_header) == 16, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_hello) == 16, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_iov_register) == 16, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_gpu_iov_register) == 64, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_ior_register) == 32, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_fd_register) == 8, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_unregister) == 8, "wire ABI");

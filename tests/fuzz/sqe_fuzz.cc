@@ -2,11 +2,13 @@
 // Input: any number of 48-byte fgds_sqe images (a ring's worth of garbage).
 // An entry that passes must name memory inside one of this session's iovs,
 // a file opened with the needed mode, an offset range off_t can hold, and
-// the direct path only when everything is aligned; otherwise abort().
+// the direct path only when everything is aligned, and only the direct path
+// on a direct_only (GPU) iov; otherwise abort().
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "fgds/usrbio.h"
 #include "fusefs/session/sqe_check.h"
@@ -36,6 +38,10 @@ struct Fixture {
     registry.RemoveIov(3);
     registry.RemoveIov(2);
     registry.RemoveFile(3);
+    // Id 4: GPU memory mapped through the module (direct_only), stood in
+    // for by the same host memory.
+    registry.AddIov(
+        SharedMemory::Adopt(memory, sizeof(memory), std::make_shared<int>(0)));
   }
   alignas(4096) char memory[65536];
   Registry registry;
@@ -54,7 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckedIo io;
     int ret = fgds::session::CheckSqe(sqe, fixture->registry, ring_flags, &io);
     if (ret != 0) {
-      if (ret != -EINVAL && ret != -EBADF && ret != -EACCES) abort();
+      if (ret != -EINVAL && ret != -EBADF && ret != -EACCES &&
+          ret != -EOPNOTSUPP) {
+        abort();
+      }
       continue;
     }
     if (io.sync) {
@@ -77,6 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          io.len % 4096 || ring_flags != 0 || io.fd != (*io.file)->direct_fd)) {
       abort();  // direct I/O that the kernel would refuse
     }
+    // The CPU never copies into or out of GPU memory (the page cache).
+    if ((*io.iov)->direct_only() && io.path != FGDS_PATH_DIRECT) abort();
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #include "fusefs/session/wire_parse.h"
 
@@ -20,6 +21,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       h.length != size - 1 || h.length > FGDS_WIRE_MAX_MESSAGE ||
       fgds::session::ExpectedFds(h.type) != nfds) {
     abort();  // accepted something malformed
+  }
+  if (h.type == FGDS_MSG_GPU_IOV_REGISTER) {
+    // The daemon hands pci_bus_id to string functions: it must end inside
+    // its field, and nothing may follow the NUL.
+    const fgds_msg_gpu_iov_register& g = request.gpu_iov_register;
+    const size_t n = strnlen(g.pci_bus_id, sizeof(g.pci_bus_id));
+    if (n == sizeof(g.pci_bus_id) || g.flags != 0 || g.reserved0 != 0) abort();
+    for (size_t i = n; i < sizeof(g.pci_bus_id); ++i) {
+      if (g.pci_bus_id[i] != 0) abort();
+    }
   }
   return 0;
 }

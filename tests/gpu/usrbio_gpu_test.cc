@@ -22,6 +22,8 @@
 #include "tests/gpu/gpu_env.h"
 #include "tests/lib/mounted_fs.h"
 #include "tests/lib/random_bytes.h"
+#include "usrbio/cuda/cuda_memory.h"
+#include "usrbio/direct/path.h"
 
 namespace fgds::testing {
 namespace {
@@ -220,6 +222,91 @@ TEST_F(UsrbioGpuDeviceTest, FreeingTheBufferUnderIoFailsThatRequest) {
   fgds_ior_destroy(&ior);
   fgds_iov_destroy(&iov2);
   fgds_iov_destroy(&iov);
+}
+
+// fgds_iov_wrap_gpu exports real device memory as a dma-buf and offers it
+// to the daemon. The daemon must take it as a dma-buf (never REFUSED) and
+// pick its path by what the machine has: without the fgds module (our GPU
+// machine cannot load modules) BOUNCE with NO_MODULE; with it, DIRECT or a
+// reason about the route. Either way the bytes arrive exactly, and aligned
+// entries complete on the path the iov reports.
+TEST_F(UsrbioGpuDeviceTest, OffersARealDmaBufAndStillMovesEveryByte) {
+  cuda::DeviceInfo info;
+  std::string message;
+  ASSERT_EQ(cuda::QueryDevice(GpuEnv::Get().api(), 0, &info, &message), 0)
+      << message;
+  const uint64_t size = 8 * kMiB;
+  const auto data = RandomBytes(size, 47);
+  const std::string path = WriteBacking("dmabuf", data);
+  DeviceBuffer block(16 * kMiB);
+  block.Fill(0);
+  const uint64_t tensor = block.address() + kMiB;  // page aligned
+  fgds_iov iov;
+  ASSERT_EQ(fgds_iov_wrap_gpu(&session_, &iov, tensor, size, nullptr), 0);
+  uint32_t reason = 99;
+  const int gpu_path = fgds_iov_gpu_path(&iov, &reason);
+  const std::string node = direct::FgdsDeviceNode(info.pci_bus_id);
+  std::printf(
+      "GPU %s: dma-buf %s, %s %s; iov path %d reason %u\n", info.pci_bus_id,
+      info.dmabuf_supported ? "yes" : "no", node.c_str(),
+      access(node.c_str(), F_OK) == 0 ? "present" : "absent", gpu_path, reason);
+  if (!info.dmabuf_supported) {
+    // Proprietary kernel modules: nothing to export.
+    EXPECT_EQ(gpu_path, static_cast<int>(FGDS_PATH_BOUNCE));
+    EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_NO_DMABUF);
+  } else if (access(node.c_str(), F_OK) != 0) {
+    // The daemon accepted a real dma-buf and found no module for it.
+    EXPECT_EQ(gpu_path, static_cast<int>(FGDS_PATH_BOUNCE));
+    EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_NO_MODULE);
+  } else {
+    EXPECT_NE(reason, FGDS_IOV_GPU_REASON_NO_DMABUF);
+    EXPECT_NE(reason, FGDS_IOV_GPU_REASON_REFUSED);
+  }
+  const uint32_t aligned_path = gpu_path == static_cast<int>(FGDS_PATH_DIRECT)
+                                    ? FGDS_PATH_DIRECT
+                                    : FGDS_PATH_BOUNCE;
+
+  fgds_ior ior;
+  ASSERT_EQ(fgds_ior_create(&session_, &ior, nullptr), 0);
+  const int id = Register(path, O_RDONLY);
+  ASSERT_GE(id, 0);
+  // One aligned entry (the direct path's shape) and one unaligned tail.
+  const uint64_t split = 4 * kMiB;
+  ASSERT_EQ(fgds_prep_read(&ior, &iov, reinterpret_cast<void*>(tensor), id, 0,
+                           split, 1),
+            0);
+  ASSERT_EQ(fgds_prep_read(&ior, &iov, reinterpret_cast<void*>(tensor + split),
+                           id, split, size - split - 3, 2),
+            0);
+  auto cqes = Drain(&ior, 2);
+  ASSERT_EQ(cqes.size(), 2u);
+  for (const fgds_cqe& c : cqes) {
+    EXPECT_EQ(c.result,
+              static_cast<int64_t>(c.userdata == 1 ? split : size - split - 3));
+    EXPECT_EQ(c.path, c.userdata == 1 ? aligned_path : FGDS_PATH_BOUNCE);
+  }
+  auto got = block.Download(kMiB, size - 3);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin()));
+  EXPECT_EQ(block.Download(kMiB + size - 3, 1)[0], 0);
+
+  // And an aligned write back out, compared in the backing directory.
+  const int wid = Register(fs_->mountpoint() + "/dmabuf-w", O_CREAT | O_WRONLY);
+  ASSERT_GE(wid, 0);
+  ASSERT_EQ(fgds_prep_write(&ior, &iov, reinterpret_cast<void*>(tensor), wid, 0,
+                            split, 3),
+            0);
+  cqes = Drain(&ior, 1);
+  ASSERT_EQ(cqes.size(), 1u);
+  EXPECT_EQ(cqes[0].result, static_cast<int64_t>(split));
+  EXPECT_EQ(cqes[0].path, aligned_path);
+  std::vector<uint8_t> back(split);
+  int bfd = open((fs_->backing() + "/dmabuf-w").c_str(), O_RDONLY);
+  ASSERT_GE(bfd, 0);
+  EXPECT_EQ(pread(bfd, back.data(), split, 0), static_cast<ssize_t>(split));
+  close(bfd);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), data.begin()));
+  EXPECT_EQ(fgds_ior_destroy(&ior), 0);
+  EXPECT_EQ(fgds_iov_destroy(&iov), 0);
 }
 
 // The child side of ClientKilledMidIo (a fresh process: CUDA does not

@@ -1,5 +1,8 @@
 #include "usrbio/direct/fake_device_ops.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -149,9 +152,41 @@ int FakeDeviceOps::BufferId(uint64_t address, uint64_t* buffer_id) {
 DeviceDescription FakeDeviceOps::Describe() {
   DeviceDescription description;
   description.ordinal = 0;
-  description.dmabuf_supported = false;
-  description.pci_bus_id = "0000:00:00.0";
+  std::lock_guard<std::mutex> lock(mu_);
+  description.dmabuf_supported = !export_pci_bus_id_.empty();
+  description.pci_bus_id =
+      export_pci_bus_id_.empty() ? "0000:00:00.0" : export_pci_bus_id_;
   return description;
+}
+
+int FakeDeviceOps::ExportDmaBuf(uint64_t address, uint64_t size,
+                                DmaBufExport* out, std::string* message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (export_pci_bus_id_.empty()) {
+      return DeviceOps::ExportDmaBuf(address, size, out, message);
+    }
+    if (FindLocked(address, size) == nullptr) {
+      *message = "not fake device memory";
+      return -EFAULT;
+    }
+  }
+  // Page-aligned around the range, like the driver's export.
+  constexpr uint64_t kPage = 4096;
+  const uint64_t first = address & ~(kPage - 1);
+  const uint64_t end = (address + size + kPage - 1) & ~(kPage - 1);
+  const int fd = memfd_create("fgds-fake-dmabuf", MFD_CLOEXEC);
+  if (fd < 0) return -errno;
+  if (ftruncate(fd, static_cast<off_t>(end - first)) != 0) {
+    const int error = errno;
+    close(fd);
+    return -error;
+  }
+  out->fd = fd;
+  out->size = end - first;
+  out->offset = address - first;
+  ++exports_;
+  return 0;
 }
 
 }  // namespace fgds::direct

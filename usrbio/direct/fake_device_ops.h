@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "usrbio/direct/device_ops.h"
 
@@ -37,6 +38,15 @@ class FakeDeviceOps final : public DeviceOps {
   // Each recorded event reports "not ready" to this many queries first, so
   // tests drive the engine's polling and blocking paths.
   void SetPendingQueries(int count) { pending_queries_.store(count); }
+  // From now on Describe says the device exports dma-bufs (with PCI
+  // address `pci_bus_id`), and ExportDmaBuf hands out a memfd standing in
+  // for one: enough to drive a client through the export and the daemon's
+  // refusal (a memfd is no dma-buf) without a GPU.
+  void FakeDmaBufExport(std::string pci_bus_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    export_pci_bus_id_ = std::move(pci_bus_id);
+  }
+  int64_t exports() const { return exports_.load(); }
   int64_t copies() const { return copies_.load(); }
   int64_t active_pinned() const { return pinned_.load(); }
 
@@ -59,6 +69,8 @@ class FakeDeviceOps final : public DeviceOps {
               std::string* message) override;
   int BufferId(uint64_t address, uint64_t* buffer_id) override;
   DeviceDescription Describe() override;
+  int ExportDmaBuf(uint64_t address, uint64_t size, DmaBufExport* out,
+                   std::string* message) override;
 
  private:
   struct Block {
@@ -75,6 +87,8 @@ class FakeDeviceOps final : public DeviceOps {
   uint64_t next_buffer_id_ = 1;       // guarded by mu_
   std::map<uintptr_t, int> pending_;  // event -> queries left, under mu_
   uintptr_t next_handle_ = 1;         // guarded by mu_
+  std::string export_pci_bus_id_;     // "": no export; guarded by mu_
+  std::atomic<int64_t> exports_{0};
   std::atomic<int> fail_count_{0};
   std::atomic<int> fail_error_{0};
   std::atomic<int> pending_queries_{0};

@@ -1,10 +1,12 @@
 // fgds_iov_wrap_gpu's argument checks, on any machine: without a CUDA
-// driver it must fail cleanly (-ENODEV), never crash, and leave errno.
+// driver it must fail cleanly (-ENODEV), never crash, and leave errno. And
+// the GPU path query and the direct-entry rule, which need no device.
 #include <cerrno>
 
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 #include "usrbio/cuda/cuda_api.h"
+#include "usrbio/gpu/gpu_iov.h"
 
 namespace {
 
@@ -53,6 +55,46 @@ TEST(GpuIovArgsTest, WithoutCudaItIsNoDevice) {
   EXPECT_EQ(fgds_iov_wrap_gpu(&session, &iov, 0x1000, 4096, &p), -ENODEV);
   EXPECT_EQ(errno, 77);
   EXPECT_EQ(iov.gpu, nullptr);
+}
+
+TEST(GpuIovArgsTest, HostIovsHaveNoGpuPath) {
+  fgds_iov host = {};  // gpu == NULL
+  uint32_t reason = 42;
+  errno = 5;
+  EXPECT_EQ(fgds_iov_gpu_path(&host, &reason), -EINVAL);
+  EXPECT_EQ(fgds_iov_gpu_path(nullptr, &reason), -EINVAL);
+  EXPECT_EQ(reason, 42u);
+  EXPECT_EQ(errno, 5);
+}
+
+// Which entries on a GPU iov skip the stager (the daemon's O_DIRECT rules
+// for GPU memory, fusefs/session/sqe_check.h).
+TEST(GpuIovArgsTest, OnlyDirectShapedEntriesGoDirect) {
+  using fgds::usrbio::gpu::DirectEntry;
+  fgds::usrbio::gpu::GpuIov g;
+  const uint64_t dev = 0x7f0000200000;
+  g.direct = true;
+  EXPECT_TRUE(DirectEntry(&g, dev, 0, 4096, 0, 0));
+  EXPECT_TRUE(DirectEntry(&g, dev + 8192, 1 << 20, uint64_t{1} << 30, 0, 0));
+  struct Case {
+    const char* name;
+    uint64_t dev, offset, len;
+    uint32_t sqe_flags, ior_flags;
+  } bounced[] = {
+      {"unaligned address", dev + 512, 0, 4096, 0, 0},
+      {"unaligned offset", dev, 100, 4096, 0, 0},
+      {"unaligned length", dev, 0, 4095, 0, 0},
+      {"over 1 GiB", dev, 0, (uint64_t{1} << 30) + 4096, 0, 0},
+      {"entry buffered", dev, 0, 4096, FGDS_SQE_BUFFERED, 0},
+      {"ring buffered", dev, 0, 4096, 0, FGDS_IOR_BUFFERED},
+  };
+  for (const Case& c : bounced) {
+    EXPECT_FALSE(
+        DirectEntry(&g, c.dev, c.offset, c.len, c.sqe_flags, c.ior_flags))
+        << c.name;
+  }
+  g.direct = false;  // the daemon said BOUNCE
+  EXPECT_FALSE(DirectEntry(&g, dev, 0, 4096, 0, 0));
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // GPU iovs: wrapping a device range, its staging memory, stream and events.
 #include "usrbio/gpu/gpu_iov.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -38,6 +41,11 @@ int CheckGpuParams(const fgds_iov_gpu_params* params, uint64_t size,
 // Frees what a partly made GpuIov holds, in reverse order of making.
 int Teardown(GpuIov* g) {
   int ret = 0;
+  if (g->direct) {
+    // First: the daemon's mapping of the GPU memory outlives this call only
+    // while its own in-flight I/O drains.
+    ret = Unregister(g->staging.session, FGDS_MSG_IOV_UNREGISTER, g->direct_id);
+  }
   {
     ScopedDevice scope(g);
     for (Slot& slot : g->slots) {
@@ -46,9 +54,57 @@ int Teardown(GpuIov* g) {
     if (g->has_stream) g->ops->DestroyStream(g->stream);
     if (g->staging_pinned) g->api->cuMemHostUnregister(g->staging.base);
   }
-  if (g->staging.session != nullptr) ret = fgds_iov_destroy(&g->staging);
+  if (g->staging.session != nullptr) {
+    const int staging = fgds_iov_destroy(&g->staging);
+    if (ret == 0) ret = staging;
+  }
   delete g;  // owned_ops last: it may hold the primary context
   return ret;
+}
+
+// OfferDmaBuf exports the range as a dma-buf and offers it to the daemon
+// for the direct path, recording its answer in g. 0 whatever the answer
+// (the bounce path is always there); -errno only when the session itself
+// failed (-ENOTCONN, -EPIPE, -EPROTO), which dooms the bounce path too.
+// REQUIRES: g's context current (ScopedDevice).
+int OfferDmaBuf(fgds_session* session, GpuIov* g) {
+  const direct::DeviceDescription device = g->ops->Describe();
+  fgds_msg_gpu_iov_register msg = {};
+  // Room for the NUL: a longer id cannot be a PCI address the daemon knows.
+  if (!device.dmabuf_supported || device.pci_bus_id.empty() ||
+      device.pci_bus_id.size() >= sizeof(msg.pci_bus_id)) {
+    g->reason = FGDS_IOV_GPU_REASON_NO_DMABUF;
+    return 0;
+  }
+  direct::DmaBufExport exported;
+  std::string message;
+  if (g->ops->ExportDmaBuf(g->dev_base, g->size, &exported, &message) != 0) {
+    g->reason = FGDS_IOV_GPU_REASON_NO_DMABUF;
+    return 0;
+  }
+  msg.size = g->size;
+  msg.dmabuf_offset = exported.offset;
+  msg.dmabuf_size = exported.size;
+  memcpy(msg.pci_bus_id, device.pci_bus_id.data(), device.pci_bus_id.size());
+  fgds_msg_reply reply = {};
+  const int ret = ExchangeReply(session, FGDS_MSG_GPU_IOV_REGISTER, &msg,
+                                sizeof(msg), &exported.fd, 1, &reply);
+  // The daemon holds its own reference (or none): ours goes now.
+  close(exported.fd);
+  if (ret == -ENOTCONN || ret == -EPIPE || ret == -EPROTO) return ret;
+  if (ret != 0) {
+    g->reason = FGDS_IOV_GPU_REASON_REFUSED;
+  } else if (reply.path == FGDS_PATH_DIRECT) {
+    g->direct = true;
+    g->direct_id = reply.id;
+    g->reason = FGDS_IOV_GPU_REASON_NONE;
+  } else if (reply.path == FGDS_PATH_BOUNCE && reply.reason != 0 &&
+             reply.reason <= FGDS_IOV_GPU_REASON_MAX) {
+    g->reason = reply.reason;
+  } else {
+    return -EPROTO;  // no daemon of this protocol answers that
+  }
+  return 0;
 }
 
 int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
@@ -115,6 +171,7 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
       ret = ops->CreateEvent(&g->slots[i].event);
       if (ret != 0) g->slots[i].event = 0;
     }
+    if (ret == 0) ret = OfferDmaBuf(session, g);
   }
   if (ret != 0) {
     Teardown(g);
@@ -183,6 +240,13 @@ int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
   }
 }
 
+int GpuPath(const fgds_iov* iov, uint32_t* reason) {
+  if (iov == nullptr || iov->gpu == nullptr) return -EINVAL;
+  const GpuIov* g = GpuOf(iov);
+  if (reason != nullptr) *reason = g->reason;
+  return static_cast<int>(g->direct ? FGDS_PATH_DIRECT : FGDS_PATH_BOUNCE);
+}
+
 int DestroyGpuIov(fgds_iov* iov) {
   int ret = Teardown(GpuOf(iov));
   iov->gpu = nullptr;
@@ -217,4 +281,10 @@ extern "C" int fgds_iov_wrap_gpu(
   } catch (...) {
     return -ENOMEM;
   }
+}
+
+extern "C" int fgds_iov_gpu_path(const struct fgds_iov* iov,
+                                 uint32_t* reason) noexcept {
+  ErrnoSaver saver;
+  return fgds::usrbio::gpu::GpuPath(iov, reason);
 }

@@ -3,8 +3,9 @@
 // The state behind a GPU iov (fgds_iov.gpu, made by fgds_iov_wrap_gpu): the
 // device range, the GPU operations (direct::DeviceOps: CUDA, or host memory
 // in tests), the staging memory (an ordinary usrbio host iov, page-locked
-// for the GPU) cut into slots of chunk_bytes, the library's stream, and one
-// event per slot.
+// for the GPU) cut into slots of chunk_bytes, the library's stream, one
+// event per slot, and the daemon's answer to the range's dma-buf: DIRECT
+// (an iov id of its own, mapped through the fgds module) or BOUNCE and why.
 //
 // WrapGpuIov is the internal entry point: tests hand it a FakeDeviceOps to
 // run the whole pipeline against a real daemon without a GPU.
@@ -58,6 +59,12 @@ struct GpuIov {
   uint64_t size = 0;
   uint64_t buffer_id = 0;  // of the allocation at wrap time
 
+  // Set once by Wrap, read-only afterwards. direct: the daemon mapped the
+  // range itself (iov direct_id); aligned entries go there (DirectEntry).
+  bool direct = false;
+  uint32_t direct_id = 0;
+  uint32_t reason = FGDS_IOV_GPU_REASON_NO_DMABUF;  // NONE when direct
+
   fgds_iov staging = {};
   bool staging_pinned = false;
   uint64_t chunk_bytes = 0;
@@ -102,12 +109,31 @@ int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
                uint64_t size, const fgds_iov_gpu_params* params,
                direct::DeviceOps* ops);
 
+// GpuPath is fgds_iov_gpu_path.
+int GpuPath(const fgds_iov* iov, uint32_t* reason);
+
 // DestroyGpuIov releases what WrapGpuIov made; returns the unregistration
 // result.
 int DestroyGpuIov(fgds_iov* iov);
 
 inline GpuIov* GpuOf(const fgds_iov* iov) {
   return static_cast<GpuIov*>(iov->gpu);
+}
+
+// DirectEntry: whether an entry on `g` at device address `dev` can skip
+// the stager and go to the daemon on g->direct_id: the daemon said DIRECT,
+// and the entry can go O_DIRECT (what the daemon demands of GPU memory,
+// fusefs/session/sqe_check.h): 4096-aligned address, offset and length,
+// not buffered. The address stands for the buffer's place in the daemon's
+// mapping, which is congruent to it modulo the page size.
+inline bool DirectEntry(const GpuIov* g, uint64_t dev, uint64_t file_offset,
+                        uint64_t len, uint32_t sqe_flags, uint32_t ior_flags) {
+  constexpr uint64_t kDirectAlign = 4096;
+  // The daemon's limit on one entry; the stager splits longer ones.
+  constexpr uint64_t kMaxDirectLen = uint64_t{1} << 30;
+  return g->direct && ((dev | file_offset | len) % kDirectAlign) == 0 &&
+         len <= kMaxDirectLen && (sqe_flags & FGDS_SQE_BUFFERED) == 0 &&
+         (ior_flags & FGDS_IOR_BUFFERED) == 0;
 }
 
 }  // namespace fgds::usrbio::gpu

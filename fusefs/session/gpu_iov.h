@@ -1,0 +1,67 @@
+// File: fusefs/session/gpu_iov.h
+//
+// The daemon's side of GPU iovs (FGDS_MSG_GPU_IOV_REGISTER): check that
+// what the client sent is a dma-buf of GPU memory, then map it through the
+// fgds kernel module of its GPU for the direct path, or say why not (the
+// client then bounces). No CUDA here (DESIGN.md): the dma-buf fd and the
+// module's device node are all it takes.
+//
+// Example (session.cc):
+//   std::string exporter;
+//   if (CheckGpuIovValues(msg, max) == 0 && DmaBufExporter(fd, &exporter) == 0)
+//     GpuIovMapping m = MapGpuIov(msg, fd, options);  // m.memory if DIRECT
+//
+// Thread safety: the functions are; a mapping's memory is shared like any
+// iov's (registry.h).
+#ifndef FGDS_FUSEFS_SESSION_GPU_IOV_H_
+#define FGDS_FUSEFS_SESSION_GPU_IOV_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fgds/usrbio.h"
+#include "fgds/usrbio_wire.h"
+#include "fusefs/session/registry.h"
+
+namespace fgds::session {
+
+// DmaBufExporter: 0 and the exporter's name (e.g. "nvidia") when `fd` is a
+// dma-buf, else -EINVAL. The kernel lists an "exp_name:" line in
+// /proc/self/fdinfo/<fd> for dma-bufs and for nothing else.
+int DmaBufExporter(int fd, std::string* exporter);
+
+// CheckGpuIovValues: 0, or -EINVAL for a request no mapping could serve:
+// size 0 or above `max_bytes`, a dma-buf size that is not whole pages, a
+// range not inside the dma-buf, a pci_bus_id that is not a PCI address.
+int CheckGpuIovValues(const fgds_msg_gpu_iov_register& msg, uint64_t max_bytes);
+
+struct GpuIovOptions {
+  // Where the module's nodes are (fgds_<bdf>); tests point it elsewhere.
+  std::string device_dir = "/dev";
+  // A file on the storage the iov's I/O will hit (the backing directory):
+  // the module checks the peer-to-peer route to its block device. -1: none.
+  int storage_fd = -1;
+};
+
+// What MapGpuIov decided.
+struct GpuIovMapping {
+  uint32_t path = FGDS_PATH_BOUNCE;                 // or FGDS_PATH_DIRECT
+  uint32_t reason = FGDS_IOV_GPU_REASON_NO_MODULE;  // NONE when direct
+  std::string message;  // why not direct, in words; empty when direct
+  // DIRECT: the GPU range as the daemon sees it, direct_only. It keeps the
+  // module's registration (and the dma-buf) until the last reference goes.
+  std::shared_ptr<SharedMemory> memory;
+};
+
+// MapGpuIov tries the direct path for a request CheckGpuIovValues passed:
+// opens the GPU's node, registers the pages of `dmabuf_fd` (not taken
+// over: the registration holds its own reference) that cover the range,
+// for storage_fd's device, and maps them. Never fails: whatever is missing
+// makes it BOUNCE with a reason.
+GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
+                        const GpuIovOptions& options);
+
+}  // namespace fgds::session
+
+#endif  // FGDS_FUSEFS_SESSION_GPU_IOV_H_
