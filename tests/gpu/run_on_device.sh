@@ -249,12 +249,19 @@ m = {
     "usrbio_gpu_write": gbs("usrbio-gpu", "write"),
     "buffered_read_16threads_warm": gbs("native", "read", "warm", extra_rows),
 }
-targets = [
-    ("cold read vs raw O_DIRECT read", ratio(m["libfgds_cold"], m["odirect_read"]), 0.95),
-    ("page-cached read vs pinned H2D", ratio(m["libfgds_warm"], m["h2d"]), 0.80),
-    ("page-cached read vs bounce-baseline", ratio(m["libfgds_warm"], m["bounce_warm"]), 1.10),
-    ("cold write vs raw O_DIRECT write", ratio(m["libfgds_write"], m["odirect_write"]), 0.95),
-]
+# The targets, for both GPU ways in: libfgds and usrbio GPU iovs.
+targets = []
+for way in ("libfgds", "usrbio_gpu"):
+    targets += [
+        ("%s cold read vs raw O_DIRECT read" % way,
+         ratio(m[way + "_cold"], m["odirect_read"]), 0.95),
+        ("%s page-cached read vs pinned H2D" % way,
+         ratio(m[way + "_warm"], m["h2d"]), 0.80),
+        ("%s page-cached read vs bounce-baseline" % way,
+         ratio(m[way + "_warm"], m["bounce_warm"]), 1.10),
+        ("%s cold write vs raw O_DIRECT write" % way,
+         ratio(m[way + "_write"], m["odirect_write"]), 0.95),
+    ]
 summary = {
     "tests": tests,
     "bench_config": configs,
@@ -276,9 +283,12 @@ try:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    labels = ["O_DIRECT\nraw", "libfgds", "bounce-\nbaseline", "naive", "h2d"]
-    cold = [m["odirect_read"], m["libfgds_cold"], m["bounce_cold"], m["naive_cold"], None]
-    warm = [None, m["libfgds_warm"], m["bounce_warm"], m["naive_warm"], m["h2d"]]
+    labels = ["O_DIRECT\nraw", "libfgds", "usrbio\nGPU iov", "bounce-\nbaseline",
+              "naive", "h2d"]
+    cold = [m["odirect_read"], m["libfgds_cold"], m["usrbio_gpu_cold"],
+            m["bounce_cold"], m["naive_cold"], None]
+    warm = [None, m["libfgds_warm"], m["usrbio_gpu_warm"], m["bounce_warm"],
+            m["naive_warm"], m["h2d"]]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     x = range(len(labels))
     ax.bar([i - 0.2 for i in x], [v or 0 for v in cold], 0.4, label="cold (disk)")
@@ -311,10 +321,14 @@ for name, srows in [("default", rows)] + sorted(sweeps.items()):
         name, fmt(c), fmt(w), fmt(wr), fmt(ratio(c, m["odirect_read"])),
         fmt(ratio(w, m["h2d"])), fmt(ratio(w, m["bounce_warm"])),
         fmt(ratio(wr, m["odirect_write"]))))
+print("%-16s %-14s %-7s %8s" % ("mode", "op", "cache", "GB/s"))
+for r in rows:
+    print("%-16s %-14s %-7s %8.3f" % (r["mode"], r["op"], r.get("cache_wanted") or "-",
+                                      r["gb_per_s"]))
 print("%-12s %-8s %s" % ("GB/s", "", json.dumps({k: (round(v, 3) if v else v) for k, v in m.items()})))
-print("%-40s %8s %7s %s" % ("target", "ratio", "goal", "met"))
+print("%-50s %8s %7s %s" % ("target", "ratio", "goal", "met"))
 for w, r, t in targets:
-    print("%-40s %8s %7.2f %s" % (w, "-" if r is None else "%.3f" % r, t,
+    print("%-50s %8s %7.2f %s" % (w, "-" if r is None else "%.3f" % r, t,
                                   "yes" if (r is not None and r >= t) else "NO"))
 EOF
 step "done"
