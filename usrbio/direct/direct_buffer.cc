@@ -16,7 +16,22 @@ DirectBuffer::~DirectBuffer() {
 
 int DirectBuffer::ExportLocked(DeviceOps& ops, std::string* why) {
   if (export_error_ == 1) {
-    export_error_ = ops.ExportDmaBuf(address_, size_, &export_, &export_why_);
+    exported_bytes_ = size_;
+    export_error_ =
+        ops.ExportDmaBuf(address_, exported_bytes_, &export_, &export_why_);
+    // Only whole pages export: an allocation whose size is not a multiple
+    // of the page (cudaMalloc(50000000)) goes direct up to its last whole
+    // page, and I/O reaching past it bounces.
+    AllocationInfo info;
+    std::string ignored;
+    if (export_error_ != 0 && ops.Resolve(address_, &info, &ignored) == 0) {
+      const uint64_t page_end = (info.base + info.size) & ~uint64_t{4095};
+      if (page_end > address_ && page_end < address_ + size_) {
+        exported_bytes_ = page_end - address_;
+        export_error_ =
+            ops.ExportDmaBuf(address_, exported_bytes_, &export_, &export_why_);
+      }
+    }
   }
   if (export_error_ != 0) *why = export_why_;
   return export_error_;
@@ -49,6 +64,7 @@ int DirectBuffer::For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node,
   }
   out->mapping = entry.mapping;
   out->base = entry.mapping->data() + export_.offset;
+  out->size = exported_bytes_;
   return 0;
 }
 

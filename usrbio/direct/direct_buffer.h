@@ -28,6 +28,9 @@ namespace fgds::direct {
 struct DirectTarget {
   std::shared_ptr<KmodMapping> mapping;  // keeps the mapping alive
   uint8_t* base = nullptr;  // the buffer's first byte, in the mapping
+  // Bytes of the buffer from `base` that are mapped: all of it, or up to
+  // the allocation's last whole page (only whole pages export).
+  uint64_t size = 0;
 };
 
 class DirectBuffer {
@@ -59,7 +62,8 @@ class DirectBuffer {
   const uint64_t size_;
   fgds::Mutex mu_;
   DmaBufExport export_ ABSL_GUARDED_BY(mu_);
-  int export_error_ ABSL_GUARDED_BY(mu_) = 1;  // 1: not tried yet
+  int export_error_ ABSL_GUARDED_BY(mu_) = 1;         // 1: not tried yet
+  uint64_t exported_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // from address_
   std::string export_why_ ABSL_GUARDED_BY(mu_);
   std::map<dev_t, PerDevice> by_device_ ABSL_GUARDED_BY(mu_);
 };

@@ -195,7 +195,9 @@ void Driver::DirectFor(RequestSpec* spec) {
                                  &why) != 0) {
     return;
   }
-  target.base += spec->device_address - registration->base();
+  const uint64_t into = spec->device_address - registration->base();
+  if (into > target.size || spec->size > target.size - into) return;
+  target.base += into;
   // O_DIRECT needs memory aligned like the file offsets. Aligned chunks
   // start on aligned file offsets, so their memory is aligned exactly when
   // memory and file agree modulo the alignment.

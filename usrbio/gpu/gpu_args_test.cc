@@ -74,6 +74,8 @@ TEST(GpuIovArgsTest, OnlyDirectShapedEntriesGoDirect) {
   fgds::usrbio::gpu::GpuIov g;
   const uint64_t dev = 0x7f0000200000;
   g.direct = true;
+  g.dev_base = dev;
+  g.direct_size = uint64_t{2} << 30;
   EXPECT_TRUE(DirectEntry(&g, dev, 0, 4096, 0, 0));
   EXPECT_TRUE(DirectEntry(&g, dev + 8192, 1 << 20, uint64_t{1} << 30, 0, 0));
   struct Case {
@@ -87,6 +89,8 @@ TEST(GpuIovArgsTest, OnlyDirectShapedEntriesGoDirect) {
       {"over 1 GiB", dev, 0, (uint64_t{1} << 30) + 4096, 0, 0},
       {"entry buffered", dev, 0, 4096, FGDS_SQE_BUFFERED, 0},
       {"ring buffered", dev, 0, 4096, 0, FGDS_IOR_BUFFERED},
+      {"below the iov", dev - 4096, 0, 4096, 0, 0},
+      {"past the mapped part", dev + (uint64_t{2} << 30) - 4096, 0, 8192, 0, 0},
   };
   for (const Case& c : bounced) {
     EXPECT_FALSE(

@@ -78,11 +78,28 @@ int OfferDmaBuf(fgds_session* session, GpuIov* g) {
   }
   direct::DmaBufExport exported;
   std::string message;
-  if (g->ops->ExportDmaBuf(g->dev_base, g->size, &exported, &message) != 0) {
-    g->reason = FGDS_IOV_GPU_REASON_NO_DMABUF;
-    return 0;
+  uint64_t direct_size = g->size;
+  if (g->ops->ExportDmaBuf(g->dev_base, direct_size, &exported, &message) !=
+      0) {
+    // Only whole pages export. An allocation whose size is not a multiple
+    // of the page (cudaMalloc(50000000)) can still go direct up to its
+    // last whole page; the tail bounces.
+    direct::AllocationInfo info;
+    const uint64_t page_end = g->ops->Resolve(g->dev_base, &info, &message) == 0
+                                  ? (info.base + info.size) & ~uint64_t{4095}
+                                  : 0;
+    if (page_end <= g->dev_base || page_end >= g->dev_base + g->size) {
+      g->reason = FGDS_IOV_GPU_REASON_NO_DMABUF;
+      return 0;
+    }
+    direct_size = page_end - g->dev_base;
+    if (g->ops->ExportDmaBuf(g->dev_base, direct_size, &exported, &message) !=
+        0) {
+      g->reason = FGDS_IOV_GPU_REASON_NO_DMABUF;
+      return 0;
+    }
   }
-  msg.size = g->size;
+  msg.size = direct_size;
   msg.dmabuf_offset = exported.offset;
   msg.dmabuf_size = exported.size;
   memcpy(msg.pci_bus_id, device.pci_bus_id.data(), device.pci_bus_id.size());
@@ -97,6 +114,7 @@ int OfferDmaBuf(fgds_session* session, GpuIov* g) {
   } else if (reply.path == FGDS_PATH_DIRECT) {
     g->direct = true;
     g->direct_id = reply.id;
+    g->direct_size = direct_size;
     g->reason = FGDS_IOV_GPU_REASON_NONE;
   } else if (reply.path == FGDS_PATH_BOUNCE && reply.reason != 0 &&
              reply.reason <= FGDS_IOV_GPU_REASON_MAX) {

@@ -63,6 +63,10 @@ struct GpuIov {
   // range itself (iov direct_id); aligned entries go there (DirectEntry).
   bool direct = false;
   uint32_t direct_id = 0;
+  // Bytes from dev_base that the daemon mapped: all of `size`, or less when
+  // the allocation ends inside a page (only whole pages can be exported);
+  // entries past it bounce.
+  uint64_t direct_size = 0;
   uint32_t reason = FGDS_IOV_GPU_REASON_NO_DMABUF;  // NONE when direct
 
   fgds_iov staging = {};
@@ -122,16 +126,18 @@ inline GpuIov* GpuOf(const fgds_iov* iov) {
 
 // DirectEntry: whether an entry on `g` at device address `dev` can skip
 // the stager and go to the daemon on g->direct_id: the daemon said DIRECT,
-// and the entry can go O_DIRECT (what the daemon demands of GPU memory,
-// fusefs/session/sqe_check.h): 4096-aligned address, offset and length,
-// not buffered. The address stands for the buffer's place in the daemon's
-// mapping, which is congruent to it modulo the page size.
+// the entry lies inside the mapped part, and it can go O_DIRECT (what the
+// daemon demands of GPU memory, fusefs/session/sqe_check.h): 4096-aligned
+// address, offset and length, not buffered. The address stands for the buffer's
+// place in the daemon's mapping, which is congruent to it modulo the page size.
 inline bool DirectEntry(const GpuIov* g, uint64_t dev, uint64_t file_offset,
                         uint64_t len, uint32_t sqe_flags, uint32_t ior_flags) {
   constexpr uint64_t kDirectAlign = 4096;
   // The daemon's limit on one entry; the stager splits longer ones.
   constexpr uint64_t kMaxDirectLen = uint64_t{1} << 30;
-  return g->direct && ((dev | file_offset | len) % kDirectAlign) == 0 &&
+  return g->direct && dev >= g->dev_base && len <= g->direct_size &&
+         dev - g->dev_base <= g->direct_size - len &&
+         ((dev | file_offset | len) % kDirectAlign) == 0 &&
          len <= kMaxDirectLen && (sqe_flags & FGDS_SQE_BUFFERED) == 0 &&
          (ior_flags & FGDS_IOR_BUFFERED) == 0;
 }

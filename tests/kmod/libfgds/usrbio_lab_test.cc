@@ -1,0 +1,239 @@
+// File: tests/kmod/libfgds/usrbio_lab_test.cc
+//
+// The daemon's side of GPU iovs, end to end, in the kmod lab's QEMU guest:
+// a real fgds daemon (mounted by guest-tests.sh over the ext4 drive, which
+// has a P2P route to the "GPU") receives a GPU iov's dma-buf, maps it
+// through the real fgds module, and serves aligned ring entries with
+// O_DIRECT straight into it; everything else takes the bounce path. The GPU
+// driver is replaced by the lab's exporter (lab_device_ops.h), as in
+// direct_lab_test.cc. Prints "PASS <name>" / "FAIL <name>: <why>".
+//
+//   fgds_usrbio_lab_test --node /dev/fgds_0000_03_00_0 --bar-off BYTES
+//       --raw /dev/nvme0n1 --mount /mnt/fgds --backing /mnt/ext4
+//       --file data.bin
+//
+// --raw only serves the CPU view of the window (lab_device_ops.h).
+#include <fcntl.h>
+#include <getopt.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fgds/usrbio.h"
+#include "tests/kmod/libfgds/lab_device_ops.h"
+#include "usrbio/gpu/gpu_iov.h"
+
+namespace fgds::lab {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kWindow = 16 * kMiB;
+
+struct Args {
+  std::string node, raw, mount, backing, file;
+  uint64_t bar_off = 0;
+};
+
+int failures = 0;
+void Pass(const std::string& name) { std::printf("PASS %s\n", name.c_str()); }
+void Fail(const std::string& name, const std::string& why) {
+  std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
+  ++failures;
+}
+
+void DropCache(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+}
+
+// One entry through a fresh ior: the completion, or a failed one.
+fgds_cqe RunOne(fgds_session* s, const fgds_iov* iov, uint32_t op, uint64_t dev,
+                int fd_id, uint64_t off, uint64_t len) {
+  fgds_cqe cqe = {};
+  cqe.result = -EIO;
+  fgds_ior ior = {};
+  if (fgds_ior_create(s, &ior, nullptr) != 0) return cqe;
+  const int prep = fgds_prep_io(&ior, iov, op, 0, reinterpret_cast<void*>(dev),
+                                fd_id, off, len, 7);
+  if (prep != 0) {
+    cqe.result = prep;
+  } else if (fgds_ior_submit(&ior) < 0 ||
+             fgds_ior_wait(&ior, &cqe, 1, 1, 30 * 1000 * 1000) != 1) {
+    cqe.result = -ETIMEDOUT;
+  }
+  fgds_ior_destroy(&ior);
+  return cqe;
+}
+
+// Read `len` bytes of the file at `off` into the window at `buf_off` and
+// check bytes and path.
+void ReadCase(const std::string& name, fgds_session* s, const fgds_iov* iov,
+              LabDeviceOps& ops, const Args& args, int fd_id, uint64_t off,
+              uint64_t len, uint64_t buf_off, uint32_t want_path) {
+  std::memset(ops.view() + buf_off, 0x5a, len);
+  DropCache(args.backing + "/" + args.file);
+  const fgds_cqe cqe =
+      RunOne(s, iov, FGDS_OP_READ, kDeviceBase + buf_off, fd_id, off, len);
+  if (cqe.result != static_cast<int64_t>(len)) {
+    return Fail(name, "read returned " + std::to_string(cqe.result));
+  }
+  std::vector<uint8_t> want(len);
+  const int fd =
+      open((args.backing + "/" + args.file).c_str(), O_RDONLY | O_CLOEXEC);
+  const bool got =
+      fd >= 0 && pread(fd, want.data(), len, off) == static_cast<ssize_t>(len);
+  if (fd >= 0) close(fd);
+  if (!got) return Fail(name, "read-back of the backing file failed");
+  if (std::memcmp(ops.view() + buf_off, want.data(), len) != 0) {
+    return Fail(name, "the bytes in device memory differ from the file");
+  }
+  if (cqe.path != want_path) {
+    return Fail(name, "path " + std::to_string(cqe.path) + ", want " +
+                          std::to_string(want_path));
+  }
+  Pass(name);
+}
+
+int Run(const Args& args) {
+  const int raw = open(args.raw.c_str(), O_RDONLY | O_CLOEXEC);
+  std::unique_ptr<LabDeviceOps> ops;
+  std::string why;
+  if (raw < 0 || LabDeviceOps::Open(args.node, args.bar_off, kWindow, raw, &ops,
+                                    &why) != 0) {
+    Fail("usrbio_gpu_setup", "lab device: " + why);
+    return 1;
+  }
+  close(raw);
+  fgds_session s = {};
+  if (int ret = fgds_session_open(&s, args.mount.c_str(), nullptr); ret != 0) {
+    Fail("usrbio_gpu_setup", "fgds_session_open: " + std::to_string(ret));
+    return 1;
+  }
+  fgds_iov iov = {};
+  fgds_iov_gpu_params params = {};
+  if (int ret = usrbio::gpu::WrapGpuIov(&s, &iov, kDeviceBase, kWindow, &params,
+                                        ops.get());
+      ret != 0) {
+    Fail("usrbio_gpu_setup", "WrapGpuIov: " + std::to_string(ret));
+    fgds_session_close(&s);
+    return 1;
+  }
+  uint32_t reason = 99;
+  const int path = fgds_iov_gpu_path(&iov, &reason);
+  if (path != static_cast<int>(FGDS_PATH_DIRECT)) {
+    Fail("usrbio_gpu_iov_direct", "path " + std::to_string(path) + ", reason " +
+                                      std::to_string(reason) +
+                                      " (the daemon's log says why)");
+  } else {
+    Pass("usrbio_gpu_iov_direct");
+  }
+
+  const int in = open((args.mount + "/" + args.file).c_str(), O_RDONLY);
+  const int in_id = in >= 0 ? fgds_fd_register(&s, in, 0) : -EBADF;
+  if (in >= 0) close(in);
+  if (in_id < 0) {
+    Fail("usrbio_gpu_setup", "fgds_fd_register: " + std::to_string(in_id));
+  } else {
+    ReadCase("usrbio_gpu_read_direct", &s, &iov, *ops, args, in_id, 8 * kMiB,
+             4 * kMiB, kMiB, FGDS_PATH_DIRECT);
+    ReadCase("usrbio_gpu_read_direct_small", &s, &iov, *ops, args, in_id,
+             20 * kMiB + 4096, 64 * 1024, 9 * kMiB + 8192, FGDS_PATH_DIRECT);
+    // Not 4 KiB aligned: the stager's staging and copies.
+    ReadCase("usrbio_gpu_read_unaligned_bounces", &s, &iov, *ops, args, in_id,
+             24 * kMiB + 100, kMiB + 17, 12 * kMiB + 100, FGDS_PATH_BOUNCE);
+    fgds_fd_unregister(&s, in_id);
+  }
+
+  // A GPU -> file write, straight from the mapping.
+  const std::string out_name = "usrbio-gpu-write.bin";
+  const int out = open((args.mount + "/" + out_name).c_str(),
+                       O_RDWR | O_CREAT | O_TRUNC, 0644);
+  const int out_id = out >= 0 ? fgds_fd_register(&s, out, 0) : -EBADF;
+  if (out >= 0) close(out);
+  if (out_id < 0) {
+    Fail("usrbio_gpu_write_direct", "register: " + std::to_string(out_id));
+  } else {
+    uint8_t* src = ops->view() + 2 * kMiB;
+    for (uint64_t i = 0; i < 2 * kMiB; ++i) {
+      src[i] = static_cast<uint8_t>((i * 7) ^ (i >> 11));
+    }
+    const fgds_cqe cqe = RunOne(&s, &iov, FGDS_OP_WRITE, kDeviceBase + 2 * kMiB,
+                                out_id, 0, 2 * kMiB);
+    std::vector<uint8_t> back(2 * kMiB);
+    const int fd = open((args.backing + "/" + out_name).c_str(), O_RDONLY);
+    const bool got = fd >= 0 && pread(fd, back.data(), back.size(), 0) ==
+                                    static_cast<ssize_t>(back.size());
+    if (fd >= 0) close(fd);
+    if (cqe.result != static_cast<int64_t>(2 * kMiB)) {
+      Fail("usrbio_gpu_write_direct",
+           "write returned " + std::to_string(cqe.result));
+    } else if (!got || std::memcmp(back.data(), src, back.size()) != 0) {
+      Fail("usrbio_gpu_write_direct", "the file differs from device memory");
+    } else if (cqe.path != FGDS_PATH_DIRECT) {
+      Fail("usrbio_gpu_write_direct", "path " + std::to_string(cqe.path));
+    } else {
+      Pass("usrbio_gpu_write_direct");
+    }
+    fgds_fd_unregister(&s, out_id);
+    unlink((args.backing + "/" + out_name).c_str());
+  }
+
+  if (int ret = fgds_iov_destroy(&iov); ret != 0) {
+    Fail("usrbio_gpu_iov_destroy", std::to_string(ret));
+  }
+  fgds_session_close(&s);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace fgds::lab
+
+int main(int argc, char** argv) {
+  fgds::lab::Args args;
+  static const option kOptions[] = {
+      {"node", required_argument, nullptr, 'n'},
+      {"bar-off", required_argument, nullptr, 'b'},
+      {"raw", required_argument, nullptr, 'r'},
+      {"mount", required_argument, nullptr, 'm'},
+      {"backing", required_argument, nullptr, 'k'},
+      {"file", required_argument, nullptr, 'f'},
+      {nullptr, 0, nullptr, 0}};
+  for (int c; (c = getopt_long(argc, argv, "", kOptions, nullptr)) != -1;) {
+    switch (c) {
+      case 'n':
+        args.node = optarg;
+        break;
+      case 'b':
+        args.bar_off = std::strtoull(optarg, nullptr, 0);
+        break;
+      case 'r':
+        args.raw = optarg;
+        break;
+      case 'm':
+        args.mount = optarg;
+        break;
+      case 'k':
+        args.backing = optarg;
+        break;
+      case 'f':
+        args.file = optarg;
+        break;
+      default:
+        std::fprintf(stderr, "usage: see the file comment\n");
+        return 2;
+    }
+  }
+  if (args.node.empty() || args.raw.empty() || args.mount.empty() ||
+      args.backing.empty() || args.file.empty()) {
+    std::fprintf(stderr, "every option is needed\n");
+    return 2;
+  }
+  return fgds::lab::Run(args);
+}
