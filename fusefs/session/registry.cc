@@ -40,10 +40,11 @@ std::shared_ptr<SharedMemory> SharedMemory::Borrow(void* base, uint64_t size) {
       new SharedMemory(static_cast<char*>(base), size, false));
 }
 
-std::shared_ptr<SharedMemory> SharedMemory::Adopt(
-    char* base, uint64_t size, std::shared_ptr<void> keeper) {
+std::shared_ptr<SharedMemory> SharedMemory::Adopt(char* base, uint64_t size,
+                                                  std::shared_ptr<void> keeper,
+                                                  dev_t storage_dev) {
   return std::shared_ptr<SharedMemory>(
-      new SharedMemory(base, size, false, std::move(keeper)));
+      new SharedMemory(base, size, false, std::move(keeper), storage_dev));
 }
 
 SharedMemory::~SharedMemory() {

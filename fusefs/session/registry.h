@@ -14,6 +14,8 @@
 #ifndef FGDS_FUSEFS_SESSION_REGISTRY_H_
 #define FGDS_FUSEFS_SESSION_REGISTRY_H_
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -39,9 +41,11 @@ class SharedMemory {
   static std::shared_ptr<SharedMemory> Borrow(void* base, uint64_t size);
   // Adopt wraps `size` bytes at `base` that `keeper` keeps mapped (a GPU
   // iov's module mapping, gpu_iov.h), released with the last reference.
-  // The result is direct_only.
+  // The result is direct_only, for files on block device `storage_dev`
+  // (the one the module checked the P2P route to; 0: any, in tests).
   static std::shared_ptr<SharedMemory> Adopt(char* base, uint64_t size,
-                                             std::shared_ptr<void> keeper);
+                                             std::shared_ptr<void> keeper,
+                                             dev_t storage_dev = 0);
   ~SharedMemory();
   SharedMemory(const SharedMemory&) = delete;
   SharedMemory& operator=(const SharedMemory&) = delete;
@@ -52,15 +56,23 @@ class SharedMemory {
   // copying through the page cache would read or write the GPU's BAR one
   // PCIe transaction at a time, if the platform allows it at all.
   bool direct_only() const { return keeper_ != nullptr; }
+  // direct_only: the device whose route to the GPU was checked; I/O with
+  // files elsewhere must not target this memory. 0: not checked.
+  dev_t storage_dev() const { return storage_dev_; }
 
  private:
   SharedMemory(char* base, uint64_t size, bool owned,
-               std::shared_ptr<void> keeper = nullptr)
-      : base_(base), size_(size), owned_(owned), keeper_(std::move(keeper)) {}
+               std::shared_ptr<void> keeper = nullptr, dev_t storage_dev = 0)
+      : base_(base),
+        size_(size),
+        owned_(owned),
+        keeper_(std::move(keeper)),
+        storage_dev_(storage_dev) {}
   char* const base_;
   const uint64_t size_;
   const bool owned_;  // base_ is our mmap of a memfd: munmap it
   const std::shared_ptr<void> keeper_;  // owns base_ when set
+  const dev_t storage_dev_;
 };
 
 // A registered file: descriptors of the backing file, owned.

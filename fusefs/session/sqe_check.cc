@@ -1,5 +1,7 @@
 #include "fusefs/session/sqe_check.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdint>
 
@@ -7,6 +9,13 @@
 #include "fgds/usrbio.h"
 
 namespace fgds::session {
+
+dev_t StorageDevice(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return 0;
+  return S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+}
+
 namespace {
 
 int CheckSync(const fgds_sqe& sqe, const Registry& registry, CheckedIo* out)
@@ -65,6 +74,13 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
     // GPU memory: the client bounces what cannot go O_DIRECT, and cached
     // pages are not copied by the CPU into it either.
     if (!direct) return aligned && !buffered ? -EOPNOTSUPP : -EINVAL;
+    // The module checked the P2P route to one device only; a file on
+    // another one (a mount inside the backing directory) must not DMA
+    // into this memory.
+    if ((*iov)->storage_dev() != 0 &&
+        StorageDevice((*file)->direct_fd) != (*iov)->storage_dev()) {
+      return -EXDEV;
+    }
   } else if (direct && !write && sqe.len >= kCachedReadCheckMin &&
              FullyCached((*file)->fd, sqe.file_offset, sqe.len)) {
     // A large read whose pages are all cached is a memory copy through the

@@ -44,6 +44,10 @@ struct CheckedIo {
   const std::shared_ptr<RegisteredFile>* file = nullptr;
 };
 
+// StorageDevice: the block device `fd`'s data lives on (st_rdev of a
+// device node, else st_dev); 0 when fstat fails.
+dev_t StorageDevice(int fd);
+
 // Returns 0 and fills *out, or:
 //   -EINVAL  nonzero reserved fields, unknown opcode or flags, an fsync
 //            with a nonzero iov, offset or length, FGDS_SQE_DATASYNC on a
@@ -54,7 +58,9 @@ struct CheckedIo {
 //   -EBADF   a file id this session does not have;
 //   -EACCES  a read from a file registered write-only, or the reverse;
 //   -EOPNOTSUPP  an aligned entry on a direct_only iov for a file the
-//            backing filesystem cannot open O_DIRECT.
+//            backing filesystem cannot open O_DIRECT;
+//   -EXDEV   an entry on a direct_only iov for a file on another device
+//            than the one the iov was mapped for.
 // `ring_flags` are the ior's FGDS_IOR_* flags.
 // REQUIRES: a ReaderLock on registry.mu().
 int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,

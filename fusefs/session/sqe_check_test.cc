@@ -310,6 +310,22 @@ TEST_F(SqeCheckTest, GpuIovsTakeOnlyDirectEntries) {
   sqe.iov_id = gpu;
   sqe.fd_id = ro_;  // no O_DIRECT descriptor: the page cache is no option
   EXPECT_EQ(Check(sqe, 0, &io), -EOPNOTSUPP);
+
+  // Mapped for one storage device: files on it pass, others get -EXDEV
+  // (the module checked the P2P route to that device only).
+  const uint32_t same = static_cast<uint32_t>(
+      registry_.AddIov(SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize,
+                                           keeper, StorageDevice(direct_fd_))));
+  const uint32_t other = static_cast<uint32_t>(registry_.AddIov(
+      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
+                          StorageDevice(direct_fd_) + 1)));
+  sqe = Valid();
+  sqe.iov_id = same;
+  EXPECT_EQ(Check(sqe, 0, &io), 0);
+  sqe.iov_id = other;
+  EXPECT_EQ(Check(sqe, 0, &io), -EXDEV);
+  ASSERT_EQ(registry_.RemoveIov(same), 0);
+  ASSERT_EQ(registry_.RemoveIov(other), 0);
   // The registry's reference keeps the keeper alive until removal.
   EXPECT_EQ(keeper.use_count(), 2);
   ASSERT_EQ(registry_.RemoveIov(gpu), 0);

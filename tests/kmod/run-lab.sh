@@ -60,18 +60,23 @@ else
   failed+=(compile-check)
 fi
 
-# libfgds's direct path runs in the guest too (libfgds/direct_lab_test.cc,
-# against the real fgds.ko and the test exporter). One build for all series
-# (it is user space), kept in the cache so that reruns only relink.
+# libfgds's direct path and the daemon's GPU iovs run in the guest too
+# (libfgds/direct_lab_test.cc, libfgds/usrbio_lab_test.cc and the `fgds`
+# daemon, against the real fgds.ko and the test exporter). One build for
+# all series (it is user space), kept in the cache so that reruns only
+# relink.
 repo=$(cd "$here/../.." && pwd)
 "$repo/deploy/install-deps.sh" >/dev/null
 libfgds_build=${FGDS_LAB_CACHE:-/var/cache/fgds-lab}/libfgds-build
 t=$SECONDS
 if { cmake -S "$repo" -B "$libfgds_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-     cmake --build "$libfgds_build" -j"$(nproc)" --target fgds_direct_lab_test
+     cmake --build "$libfgds_build" -j"$(nproc)" --target fgds_direct_lab_test \
+       fgds_usrbio_lab_test fgds
    } >"$work/libfgds.build.log" 2>&1; then
   export FGDS_LAB_DIRECT_TEST=$libfgds_build/tests/kmod/libfgds/fgds_direct_lab_test
-  lab_log "libfgds lab test built in $((SECONDS - t)) s"
+  export FGDS_LAB_USRBIO_TEST=$libfgds_build/tests/kmod/libfgds/fgds_usrbio_lab_test
+  export FGDS_LAB_DAEMON=$libfgds_build/tools/fgds
+  lab_log "libfgds and usrbio lab tests built in $((SECONDS - t)) s"
 else
   tail -n 40 "$work/libfgds.build.log" >&2
   lab_log "libfgds lab test FAILED to build (log: $work/libfgds.build.log)"

@@ -112,6 +112,42 @@ run_direct_test() {
 }
 run_direct_test
 
+# ---- the daemon's GPU iovs on the real module ----
+# An fgds mount over the ext4 drive (P2P route to the "GPU"); the client
+# offers the same BAR slot as a GPU iov, and the daemon maps it.
+run_usrbio_test() {
+  usrbio_test=/lab/bin/fgds_usrbio_lab_test
+  if [ ! -x "$usrbio_test" ] || [ ! -x /lab/bin/fgds ]; then
+    echo "SKIP usrbio_gpu_lab_test: not built (run-lab.sh builds it)"
+    return
+  fi
+  mkdir -p /mnt/fgds /run
+  /lab/bin/fgds mount -f --data /mnt/ext4 /mnt/fgds >/tmp/fgds-daemon.log 2>&1 &
+  daemon=$!
+  # shellcheck disable=SC2016
+  if ! wait_for 'grep -q " /mnt/fgds fuse" /proc/mounts' 30; then
+    fail usrbio_gpu_mount "the fgds mount did not come up: $(tail -5 /tmp/fgds-daemon.log)"
+    kill -9 $daemon 2>/dev/null
+    return
+  fi
+  pass usrbio_gpu_mount
+  echo "guest-tests: $usrbio_test"
+  timeout 300 "$usrbio_test" --node "/dev/$node" \
+    --bar-off $((FGDS_LAB_GPUMEM_SIZE - 2 * 16 * 1024 * 1024)) \
+    --raw "$FGDS_LAB_RAW_DEV" --mount /mnt/fgds --backing /mnt/ext4 \
+    --file "${FGDS_LAB_EXT4_FILE:-data.bin}" ||
+    fail usrbio_gpu_lab_test "exit status $? (see the console log)"
+  umount /mnt/fgds || umount -l /mnt/fgds
+  wait_for "! kill -0 $daemon 2>/dev/null" 10 || kill -9 $daemon 2>/dev/null
+  wait $daemon 2>/dev/null
+  echo "---- fgds daemon log ----"
+  cat /tmp/fgds-daemon.log
+  # shellcheck disable=SC2016
+  wait_for '[ "$(registrations)" = 0 ]' 10 ||
+    fail usrbio_gpu_released "registrations $(registrations) after the daemon left"
+}
+run_usrbio_test
+
 # ---- Module unload (test 10 of the brief) ----
 
 # A process that only keeps the device open pins fgds.

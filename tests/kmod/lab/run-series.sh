@@ -35,8 +35,12 @@ mkdir -p "$root/lab/bin"
 cp "$src/kmod/fgds.ko" "$src/tests/kmod/exporter/fgds_test_exporter.ko" \
    "$guest/guest-tests.sh" "$root/lab/"
 cp "$guest/kmod_lab_test" "$root/lab/bin/"
-# run-lab.sh's build of libfgds's lab test (absent: guest-tests.sh skips it).
-[ -z "${FGDS_LAB_DIRECT_TEST:-}" ] || cp "$FGDS_LAB_DIRECT_TEST" "$root/lab/bin/"
+# run-lab.sh's builds of the libfgds and usrbio lab tests and the daemon
+# (absent: guest-tests.sh skips their tests).
+for bin in "${FGDS_LAB_DIRECT_TEST:-}" "${FGDS_LAB_USRBIO_TEST:-}" \
+           "${FGDS_LAB_DAEMON:-}"; do
+  [ -z "$bin" ] || cp "$bin" "$root/lab/bin/"
+done
 "$here/images.sh" "$work"
 { echo "FGDS_LAB_SERIES=$series"; cat "$work/lab.env"; } >"$root/lab/lab.env"
 "$here/initramfs.sh" "$root" "$work/initramfs.cpio.gz" "$guest/needs.txt"
