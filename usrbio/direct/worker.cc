@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <future>
 
-#include "fgds/fgds.h"
 #include "common/page_cache.h"
+#include "fgds/fgds.h"
 
 namespace fgds::direct {
 namespace {
