@@ -273,9 +273,7 @@ void Worker::StartRead(Slot& slot) {
   // device beat CPU stores into GPU memory); the rest goes direct when the
   // buffer has a mapping for this file's device.
   if (uint8_t* target = DirectTarget(slot); target != nullptr) {
-    if (int error = CheckBuffer(request, chunk); error != 0) {
-      return Fail(slot, error);
-    }
+    if (int error = CheckBuffer(slot); error != 0) return Fail(slot, error);
     slot.direct = target;
   }
   SubmitIo(slot, /*write=*/false, file.direct_fd(), chunk.length,
@@ -292,14 +290,17 @@ uint8_t* Worker::DirectTarget(const Slot& slot) const {
   return request.direct_base() + slot.chunk.io_offset;
 }
 
-int Worker::CheckBuffer(const Request& request, const Chunk& chunk) {
-  // The caller may have freed the buffer since submission. The mapping
-  // keeps the memory itself alive (the module holds the dma-buf), but the
-  // I/O is then on memory the caller no longer owns: fail it, as the
-  // bounce path does.
+int Worker::CheckBuffer(const Slot& slot) {
+  // The caller may have freed the buffer since submission. A device copy
+  // into an address that now belongs to another allocation would corrupt
+  // it (cuMemFree waits for copies already queued, so checking just before
+  // queueing is what keeps a freed buffer from being written). A direct
+  // chunk's mapping keeps the memory itself alive (the module holds the
+  // dma-buf), but the caller no longer owns it: fail the I/O either way.
+  const Request& request = *slot.task.request;
   uint64_t buffer_id = 0;
-  const uint64_t address = request.device_address() + chunk.io_offset;
-  if (ops_.BufferId(address, &buffer_id) != 0 ||
+  if (ops_.BufferId(request.device_address() + slot.chunk.io_offset,
+                    &buffer_id) != 0 ||
       buffer_id != request.buffer_id()) {
     return -EFAULT;
   }
@@ -308,19 +309,13 @@ int Worker::CheckBuffer(const Request& request, const Chunk& chunk) {
 
 void Worker::StartWrite(Slot& slot) {
   Request& request = *slot.task.request;
+  if (int error = CheckBuffer(slot); error != 0) return Fail(slot, error);
   if (uint8_t* target = DirectTarget(slot); target != nullptr) {
-    if (int error = CheckBuffer(request, slot.chunk); error != 0) {
-      return Fail(slot, error);
-    }
     slot.direct = target;
     return SubmitIo(slot, /*write=*/true, request.file().direct_fd(),
                     slot.chunk.length, slot.chunk.file_offset);
   }
   const uint64_t src = request.device_address() + slot.chunk.io_offset;
-  uint64_t buffer_id = 0;
-  if (ops_.BufferId(src, &buffer_id) != 0 || buffer_id != request.buffer_id()) {
-    return Fail(slot, -EFAULT);
-  }
   if (int error =
           ops_.CopyToHost(slot.staging, src, slot.chunk.length, stream_);
       error != 0) {
@@ -338,14 +333,7 @@ void Worker::CopyToDevice(Slot& slot) {
   if (slot.got == 0) return Finish(slot, 0);
   Request& request = *slot.task.request;
   const uint64_t dst = request.device_address() + slot.chunk.io_offset;
-  // The caller may have freed the buffer since submission; a copy into an
-  // address that now belongs to another allocation would corrupt it.
-  // cuMemFree waits for copies already queued, so checking just before
-  // queueing is what keeps a freed buffer from being written.
-  uint64_t buffer_id = 0;
-  if (ops_.BufferId(dst, &buffer_id) != 0 || buffer_id != request.buffer_id()) {
-    return Fail(slot, -EFAULT);
-  }
+  if (int error = CheckBuffer(slot); error != 0) return Fail(slot, error);
   if (int error = ops_.CopyToDevice(dst, slot.staging, slot.got, stream_);
       error != 0) {
     return Fail(slot, CopyError(dst, request.buffer_id(), error));

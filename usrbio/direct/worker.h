@@ -92,9 +92,10 @@ class Worker {
   // DirectTarget: where an aligned chunk moves without staging (the
   // request's fgds mapping), or null to bounce it.
   uint8_t* DirectTarget(const Slot& slot) const;
-  // CheckBuffer: -EFAULT when the chunk's device memory no longer belongs
-  // to the allocation the request was submitted on (freed under I/O).
-  int CheckBuffer(const Request& request, const Chunk& chunk);
+  // CheckBuffer: -EFAULT when the slot's chunk of device memory no longer
+  // belongs to the allocation its request was submitted on (freed under
+  // I/O); called before every device copy and direct transfer.
+  int CheckBuffer(const Slot& slot);
   // SubmitIo queues an O_DIRECT read or write of the slot's chunk through
   // io_uring (synchronously where there is none), into or out of
   // slot.direct when set, else the slot's staging.
