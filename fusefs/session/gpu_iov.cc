@@ -6,7 +6,6 @@
 #include <string_view>
 #include <utility>
 
-#include "fusefs/session/sqe_check.h"
 #include "usrbio/direct/kmod_buffer.h"
 #include "usrbio/direct/path.h"
 
@@ -112,7 +111,7 @@ GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   m.reason = FGDS_IOV_GPU_REASON_NONE;
   m.memory = SharedMemory::Adopt(
       base, msg.size, std::shared_ptr<direct::KmodMapping>(std::move(mapping)),
-      StorageDevice(options.storage_fd));
+      direct::StorageDevice(options.storage_fd));
   return m;
 }
 

@@ -1,20 +1,13 @@
 #include "fusefs/session/sqe_check.h"
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <cstdint>
 
 #include "common/page_cache.h"
 #include "fgds/usrbio.h"
+#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
-
-dev_t StorageDevice(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return 0;
-  return S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-}
 
 namespace {
 
@@ -78,7 +71,7 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
     // another one (a mount inside the backing directory) must not DMA
     // into this memory.
     if ((*iov)->storage_dev() != 0 &&
-        StorageDevice((*file)->direct_fd) != (*iov)->storage_dev()) {
+        direct::StorageDevice((*file)->direct_fd) != (*iov)->storage_dev()) {
       return -EXDEV;
     }
   } else if (direct && !write && sqe.len >= kCachedReadCheckMin &&

@@ -44,10 +44,6 @@ struct CheckedIo {
   const std::shared_ptr<RegisteredFile>* file = nullptr;
 };
 
-// StorageDevice: the block device `fd`'s data lives on (st_rdev of a
-// device node, else st_dev); 0 when fstat fails.
-dev_t StorageDevice(int fd);
-
 // Returns 0 and fills *out, or:
 //   -EINVAL  nonzero reserved fields, unknown opcode or flags, an fsync
 //            with a nonzero iov, offset or length, FGDS_SQE_DATASYNC on a

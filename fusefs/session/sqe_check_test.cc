@@ -11,6 +11,7 @@
 
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
+#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 namespace {
@@ -313,12 +314,12 @@ TEST_F(SqeCheckTest, GpuIovsTakeOnlyDirectEntries) {
 
   // Mapped for one storage device: files on it pass, others get -EXDEV
   // (the module checked the P2P route to that device only).
-  const uint32_t same = static_cast<uint32_t>(
-      registry_.AddIov(SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize,
-                                           keeper, StorageDevice(direct_fd_))));
+  const uint32_t same = static_cast<uint32_t>(registry_.AddIov(
+      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
+                          direct::StorageDevice(direct_fd_))));
   const uint32_t other = static_cast<uint32_t>(registry_.AddIov(
       SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
-                          StorageDevice(direct_fd_) + 1)));
+                          direct::StorageDevice(direct_fd_) + 1)));
   sqe = Valid();
   sqe.iov_id = same;
   EXPECT_EQ(Check(sqe, 0, &io), 0);

@@ -1,6 +1,5 @@
 #include "usrbio/direct/direct_buffer.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,13 +38,12 @@ int DirectBuffer::ExportLocked(DeviceOps& ops, std::string* why) {
 
 int DirectBuffer::For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node,
                       int storage_fd, DirectTarget* out, std::string* why) {
-  struct stat st;
-  if (fstat(storage_fd, &st) != 0) {
-    *why = std::string("fstat of the file failed: ") + std::strerror(errno);
-    return -errno;
+  const dev_t device = StorageDevice(storage_fd);
+  if (device == 0) {
+    const int error = errno;
+    *why = std::string("fstat of the file failed: ") + std::strerror(error);
+    return -error;
   }
-  // A block device node is its own storage; a file lives on st_dev.
-  const dev_t device = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
   fgds::MutexLock lock(&mu_);
   auto [it, inserted] = by_device_.try_emplace(device);
   PerDevice& entry = it->second;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -94,6 +95,12 @@ KmodMapping::~KmodMapping() {
   // Fails only if the token is already gone (the file was closed); there
   // is nothing left to release then.
   ioctl(node_->fd(), FGDS_IOCTL_UNREG_BUFFER, &unreg);
+}
+
+dev_t StorageDevice(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return 0;
+  return S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
 }
 
 std::string RegisterErrorText(int error) {

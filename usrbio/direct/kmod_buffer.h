@@ -18,6 +18,8 @@
 #ifndef FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
 #define FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -83,6 +85,11 @@ class KmodMapping {
   uint8_t* const data_;
   const uint64_t size_;
 };
+
+// StorageDevice: the block device whose route to the GPU matters for I/O
+// on `fd`: st_rdev of a block device node, else the st_dev its data lives
+// on. 0 when fstat fails (errno says why).
+dev_t StorageDevice(int fd);
 
 // RegisterErrorText explains a REG_BUFFER errno in the UAPI's terms.
 std::string RegisterErrorText(int error);
