@@ -12,19 +12,11 @@
 #include <cstring>
 #include <string>
 
+#include "fusefs/session/gpu_iov_test_message.h"
 #include "gtest/gtest.h"
 
 namespace fgds::session {
 namespace {
-
-fgds_msg_gpu_iov_register Good() {
-  fgds_msg_gpu_iov_register g = {};
-  g.size = 1 << 20;
-  g.dmabuf_offset = 4096;
-  g.dmabuf_size = 2 << 20;
-  strcpy(g.pci_bus_id, "0000:3B:00.0");
-  return g;
-}
 
 TEST(GpuIovTest, OnlyDmaBufsAreDmaBufs) {
   std::string exporter = "unchanged";
@@ -43,7 +35,7 @@ TEST(GpuIovTest, OnlyDmaBufsAreDmaBufs) {
 
 TEST(GpuIovTest, ImpossibleRequestsAreInvalid) {
   constexpr uint64_t kMax = uint64_t{1} << 30;
-  EXPECT_EQ(CheckGpuIovValues(Good(), kMax), 0);
+  EXPECT_EQ(CheckGpuIovValues(ValidGpuIovRegister(), kMax), 0);
   struct Case {
     const char* name;
     void (*mutate)(fgds_msg_gpu_iov_register&);
@@ -72,7 +64,7 @@ TEST(GpuIovTest, ImpossibleRequestsAreInvalid) {
        }},
   };
   for (const Case& c : cases) {
-    fgds_msg_gpu_iov_register g = Good();
+    fgds_msg_gpu_iov_register g = ValidGpuIovRegister();
     c.mutate(g);
     EXPECT_EQ(CheckGpuIovValues(g, kMax), -EINVAL) << c.name;
   }
@@ -100,7 +92,7 @@ class MapGpuIovTest : public ::testing::Test {
 TEST_F(MapGpuIovTest, NoNodeMeansNoModule) {
   GpuIovOptions options;
   options.device_dir = dir_;
-  GpuIovMapping m = MapGpuIov(Good(), fd_, options);
+  GpuIovMapping m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
   EXPECT_EQ(m.path, FGDS_PATH_BOUNCE);
   EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_NO_MODULE);
   EXPECT_EQ(m.memory, nullptr);
@@ -118,7 +110,7 @@ TEST_F(MapGpuIovTest, NodeThatIsNotTheModuleIsAnError) {
   close(node);
   GpuIovOptions options;
   options.device_dir = dir_;
-  GpuIovMapping m = MapGpuIov(Good(), fd_, options);
+  GpuIovMapping m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
   EXPECT_EQ(m.path, FGDS_PATH_BOUNCE);
   EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_MODULE_ERROR);
   EXPECT_NE(m.message.find("QUERY"), std::string::npos) << m.message;

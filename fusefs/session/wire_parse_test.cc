@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fgds/usrbio.h"
+#include "fusefs/session/gpu_iov_test_message.h"
 #include "gtest/gtest.h"
 
 namespace fgds::session {
@@ -94,18 +95,9 @@ TEST(WireParseTest, MalformedMessagesAreRejected) {
   EXPECT_EQ(Parse(Message(FGDS_MSG_FD_REGISTER, fdr), 1), -EPROTO);
 }
 
-fgds_msg_gpu_iov_register GoodGpuIov() {
-  fgds_msg_gpu_iov_register g = {};
-  g.size = 1 << 20;
-  g.dmabuf_offset = 4096;
-  g.dmabuf_size = 2 << 20;
-  strcpy(g.pci_bus_id, "0000:3B:00.0");
-  return g;
-}
-
 TEST(WireParseTest, GpuIovRegisterParses) {
   Request r;
-  const auto m = Message(FGDS_MSG_GPU_IOV_REGISTER, GoodGpuIov());
+  const auto m = Message(FGDS_MSG_GPU_IOV_REGISTER, ValidGpuIovRegister());
   ASSERT_EQ(ParseRequest(m.data(), m.size(), 1, &r), 0);
   EXPECT_EQ(r.gpu_iov_register.size, 1u << 20);
   EXPECT_EQ(r.gpu_iov_register.dmabuf_offset, 4096u);
@@ -115,7 +107,7 @@ TEST(WireParseTest, GpuIovRegisterParses) {
   fgds_msg_gpu_iov_register empty = {};
   EXPECT_EQ(Parse(Message(FGDS_MSG_GPU_IOV_REGISTER, empty), 1), 0);
   // 15 characters and the NUL fill the field exactly.
-  fgds_msg_gpu_iov_register full = GoodGpuIov();
+  fgds_msg_gpu_iov_register full = ValidGpuIovRegister();
   memset(full.pci_bus_id, 'a', sizeof(full.pci_bus_id) - 1);
   full.pci_bus_id[sizeof(full.pci_bus_id) - 1] = '\0';
   EXPECT_EQ(Parse(Message(FGDS_MSG_GPU_IOV_REGISTER, full), 1), 0);
@@ -123,23 +115,25 @@ TEST(WireParseTest, GpuIovRegisterParses) {
 
 TEST(WireParseTest, MalformedGpuIovRegisterIsRejected) {
   const uint16_t type = FGDS_MSG_GPU_IOV_REGISTER;
-  EXPECT_EQ(Parse(Message(type, GoodGpuIov()), 0), -EPROTO) << "missing fd";
-  EXPECT_EQ(Parse(Message(type, GoodGpuIov()), 2), -EPROTO) << "extra fd";
-  auto g = GoodGpuIov();
+  EXPECT_EQ(Parse(Message(type, ValidGpuIovRegister()), 0), -EPROTO)
+      << "missing fd";
+  EXPECT_EQ(Parse(Message(type, ValidGpuIovRegister()), 2), -EPROTO)
+      << "extra fd";
+  auto g = ValidGpuIovRegister();
   g.flags = 1;
   EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "flags";
-  g = GoodGpuIov();
+  g = ValidGpuIovRegister();
   g.reserved0 = 1;
   EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "reserved0";
   for (int i = 0; i < 2; ++i) {
-    g = GoodGpuIov();
+    g = ValidGpuIovRegister();
     g.reserved[i] = uint64_t{1} << 63;
     EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "reserved " << i;
   }
-  g = GoodGpuIov();
+  g = ValidGpuIovRegister();
   memset(g.pci_bus_id, 'f', sizeof(g.pci_bus_id));
   EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "unterminated pci id";
-  g = GoodGpuIov();
+  g = ValidGpuIovRegister();
   g.pci_bus_id[14] = 'x';  // after the NUL that ends "0000:3B:00.0"
   EXPECT_EQ(Parse(Message(type, g), 1), -EPROTO) << "bytes after the NUL";
   // The payload of a plain IOV_REGISTER under this type: too short.
