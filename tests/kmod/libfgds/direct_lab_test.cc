@@ -14,7 +14,6 @@
 // against buffered reads of the same bytes; writes go to new files in the
 // ext4 directory (the raw drive's bytes belong to the other lab tests).
 #include <fcntl.h>
-#include <getopt.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,20 +27,16 @@
 
 #include "fgds/fgds.h"
 #include "tests/kmod/libfgds/lab_device_ops.h"
+#include "tests/kmod/libfgds/lab_main.h"
 #include "usrbio/direct/driver.h"
 
 namespace fgds::lab {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kWindow = 16 * kMiB;
-
 struct Args {
   std::string node, raw, ext4_dir, ext4_file, noroute;
   uint64_t bar_off = 0;
 };
-
-int failures = 0;
 
 // How an I/O's bytes should move.
 enum class Want {
@@ -63,12 +58,6 @@ std::string Check(const direct::RequestOutcome& o, uint64_t len, Want want) {
                             o.bytes_direct < len
                       : o.path == FGDS_GPU_PATH_BOUNCE && o.bytes_direct == 0;
   return ok ? "" : "moved the wrong way: " + got;
-}
-
-void Pass(const std::string& name) { std::printf("PASS %s\n", name.c_str()); }
-void Fail(const std::string& name, const std::string& why) {
-  std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
-  ++failures;
 }
 
 // The lab's "GPU" plus a libfgds driver on it.
@@ -339,44 +328,16 @@ int Run(const Args& args) {
 
 int main(int argc, char** argv) {
   fgds::lab::Args args;
-  static const option kOptions[] = {
-      {"node", required_argument, nullptr, 'n'},
-      {"bar-off", required_argument, nullptr, 'b'},
-      {"raw", required_argument, nullptr, 'r'},
-      {"ext4-dir", required_argument, nullptr, 'd'},
-      {"ext4-file", required_argument, nullptr, 'f'},
-      {"noroute", required_argument, nullptr, 'x'},
-      {nullptr, 0, nullptr, 0}};
-  for (int c; (c = getopt_long(argc, argv, "", kOptions, nullptr)) != -1;) {
-    switch (c) {
-      case 'n':
-        args.node = optarg;
-        break;
-      case 'b':
-        args.bar_off = std::strtoull(optarg, nullptr, 0);
-        break;
-      case 'r':
-        args.raw = optarg;
-        break;
-      case 'd':
-        args.ext4_dir = optarg;
-        break;
-      case 'f':
-        args.ext4_file = optarg;
-        break;
-      case 'x':
-        args.noroute = optarg;
-        break;
-      default:
-        std::fprintf(stderr, "usage: see the file comment\n");
-        return 2;
-    }
-  }
-  if (args.node.empty() || args.raw.empty() || args.ext4_dir.empty() ||
-      args.ext4_file.empty()) {
-    std::fprintf(stderr,
-                 "--node, --raw, --ext4-dir and --ext4-file are needed\n");
+  std::string bar_off;
+  if (!fgds::lab::ParseLabOptions(argc, argv,
+                                  {{"node", &args.node},
+                                   {"bar-off", &bar_off},
+                                   {"raw", &args.raw},
+                                   {"ext4-dir", &args.ext4_dir},
+                                   {"ext4-file", &args.ext4_file},
+                                   {"noroute", &args.noroute, false}})) {
     return 2;
   }
+  args.bar_off = std::strtoull(bar_off.c_str(), nullptr, 0);
   return fgds::lab::Run(args);
 }

@@ -14,7 +14,6 @@
 //
 // --raw only serves the CPU view of the window (lab_device_ops.h).
 #include <fcntl.h>
-#include <getopt.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,25 +25,16 @@
 
 #include "fgds/usrbio.h"
 #include "tests/kmod/libfgds/lab_device_ops.h"
+#include "tests/kmod/libfgds/lab_main.h"
 #include "usrbio/gpu/gpu_iov.h"
 
 namespace fgds::lab {
 namespace {
 
-constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kWindow = 16 * kMiB;
-
 struct Args {
   std::string node, raw, mount, backing, file;
   uint64_t bar_off = 0;
 };
-
-int failures = 0;
-void Pass(const std::string& name) { std::printf("PASS %s\n", name.c_str()); }
-void Fail(const std::string& name, const std::string& why) {
-  std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
-  ++failures;
-}
 
 void DropCache(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -197,43 +187,16 @@ int Run(const Args& args) {
 
 int main(int argc, char** argv) {
   fgds::lab::Args args;
-  static const option kOptions[] = {
-      {"node", required_argument, nullptr, 'n'},
-      {"bar-off", required_argument, nullptr, 'b'},
-      {"raw", required_argument, nullptr, 'r'},
-      {"mount", required_argument, nullptr, 'm'},
-      {"backing", required_argument, nullptr, 'k'},
-      {"file", required_argument, nullptr, 'f'},
-      {nullptr, 0, nullptr, 0}};
-  for (int c; (c = getopt_long(argc, argv, "", kOptions, nullptr)) != -1;) {
-    switch (c) {
-      case 'n':
-        args.node = optarg;
-        break;
-      case 'b':
-        args.bar_off = std::strtoull(optarg, nullptr, 0);
-        break;
-      case 'r':
-        args.raw = optarg;
-        break;
-      case 'm':
-        args.mount = optarg;
-        break;
-      case 'k':
-        args.backing = optarg;
-        break;
-      case 'f':
-        args.file = optarg;
-        break;
-      default:
-        std::fprintf(stderr, "usage: see the file comment\n");
-        return 2;
-    }
-  }
-  if (args.node.empty() || args.raw.empty() || args.mount.empty() ||
-      args.backing.empty() || args.file.empty()) {
-    std::fprintf(stderr, "every option is needed\n");
+  std::string bar_off;
+  if (!fgds::lab::ParseLabOptions(argc, argv,
+                                  {{"node", &args.node},
+                                   {"bar-off", &bar_off},
+                                   {"raw", &args.raw},
+                                   {"mount", &args.mount},
+                                   {"backing", &args.backing},
+                                   {"file", &args.file}})) {
     return 2;
   }
+  args.bar_off = std::strtoull(bar_off.c_str(), nullptr, 0);
   return fgds::lab::Run(args);
 }
