@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 
 namespace fgds::direct {
 
@@ -37,13 +35,8 @@ int DirectBuffer::ExportLocked(DeviceOps& ops, std::string* why) {
 }
 
 int DirectBuffer::For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node,
-                      int storage_fd, DirectTarget* out, std::string* why) {
-  const dev_t device = StorageDevice(storage_fd);
-  if (device == 0) {
-    const int error = errno;
-    *why = std::string("fstat of the file failed: ") + std::strerror(error);
-    return -error;
-  }
+                      dev_t device, int storage_fd, DirectTarget* out,
+                      std::string* why) {
   fgds::MutexLock lock(&mu_);
   auto [it, inserted] = by_device_.try_emplace(device);
   PerDevice& entry = it->second;

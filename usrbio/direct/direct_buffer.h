@@ -42,10 +42,11 @@ class DirectBuffer {
   DirectBuffer& operator=(const DirectBuffer&) = delete;
 
   // For returns the target for I/O between this buffer and files on
-  // storage_fd's device: 0 and `out`, or -errno (this device, or this
+  // block device `device`, of which storage_fd is one (the module checks
+  // the route through it): 0 and `out`, or -errno (this device, or this
   // buffer, cannot go direct) with `why`. Failures are remembered.
-  int For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node, int storage_fd,
-          DirectTarget* out, std::string* why);
+  int For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node, dev_t device,
+          int storage_fd, DirectTarget* out, std::string* why);
 
  private:
   struct PerDevice {

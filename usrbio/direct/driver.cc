@@ -191,8 +191,8 @@ void Driver::DirectFor(RequestSpec* spec) {
   if (registration == nullptr || spec->file->direct_fd() < 0) return;
   DirectTarget target;
   std::string why;  // the device's refusal is remembered by the buffer
-  if (registration->direct().For(*ops_, node_, spec->file->direct_fd(), &target,
-                                 &why) != 0) {
+  if (registration->direct().For(*ops_, node_, spec->file->storage_device(),
+                                 spec->file->direct_fd(), &target, &why) != 0) {
     return;
   }
   const uint64_t into = spec->device_address - registration->base();

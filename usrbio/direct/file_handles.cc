@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "usrbio/direct/kmod_buffer.h"
+
 namespace fgds::direct {
 namespace {
 
@@ -44,6 +46,7 @@ int FileHandles::Open(int fd, std::shared_ptr<FileHandles>* out,
   const int access = flags & O_ACCMODE;
   handles->readable_ = access == O_RDONLY || access == O_RDWR;
   handles->writable_ = access == O_WRONLY || access == O_RDWR;
+  handles->storage_device_ = StorageDeviceOf(st);
   if ((flags & O_DIRECT) != 0) {
     handles->direct_fd_ = fd;
     handles->buffered_fd_ = Reopen(fd, access);

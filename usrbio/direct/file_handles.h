@@ -38,6 +38,9 @@ class FileHandles {
   int buffered_fd() const { return buffered_fd_; }
   bool readable() const { return readable_; }
   bool writable() const { return writable_; }
+  // The block device the file's I/O reaches (StorageDevice): what the
+  // direct path registers GPU memory for.
+  dev_t storage_device() const { return storage_device_; }
 
  private:
   FileHandles() = default;
@@ -47,6 +50,7 @@ class FileHandles {
   bool own_buffered_ = false;
   bool readable_ = false;
   bool writable_ = false;
+  dev_t storage_device_ = 0;
 };
 
 // The driver's registered files. Thread-safe.

@@ -18,6 +18,7 @@
 #ifndef FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
 #define FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -88,8 +89,10 @@ class KmodMapping {
 
 // StorageDevice: the block device whose route to the GPU matters for I/O
 // on `fd`: st_rdev of a block device node, else the st_dev its data lives
-// on. 0 when fstat fails (errno says why).
+// on. 0 when fstat fails (errno says why). StorageDeviceOf answers from a
+// stat the caller already has.
 dev_t StorageDevice(int fd);
+dev_t StorageDeviceOf(const struct stat& st);
 
 // RegisterErrorText explains a REG_BUFFER errno in the UAPI's terms.
 std::string RegisterErrorText(int error);
