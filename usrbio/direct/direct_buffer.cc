@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 namespace fgds::direct {
 
 DirectBuffer::~DirectBuffer() {
