@@ -78,12 +78,14 @@ class SharedMemory {
 // A registered file: descriptors of the backing file, owned.
 struct RegisteredFile {
   RegisteredFile(int fd_in, int direct_fd_in, bool readable_in,
-                 bool writable_in, uint64_t node_in = 0)
+                 bool writable_in, uint64_t node_in = 0,
+                 dev_t storage_dev_in = 0)
       : fd(fd_in),
         direct_fd(direct_fd_in),
         readable(readable_in),
         writable(writable_in),
-        node(node_in) {}
+        node(node_in),
+        storage_dev(storage_dev_in) {}
   ~RegisteredFile();
   RegisteredFile(const RegisteredFile&) = delete;
   RegisteredFile& operator=(const RegisteredFile&) = delete;
@@ -95,6 +97,9 @@ struct RegisteredFile {
   // The mount's node id of the file (backend::Backend::NodeByIno), whose
   // cached pages usrbio writes invalidate; 0 = unknown.
   const uint64_t node;
+  // The block device its data lives on (direct::StorageDevice), learnt at
+  // registration for the direct_only iovs' route check; 0 = unknown.
+  const dev_t storage_dev;
 };
 
 struct RegistryLimits {

@@ -5,7 +5,6 @@
 
 #include "common/page_cache.h"
 #include "fgds/usrbio.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 
@@ -71,7 +70,7 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
     // another one (a mount inside the backing directory) must not DMA
     // into this memory.
     if ((*iov)->storage_dev() != 0 &&
-        direct::StorageDevice((*file)->direct_fd) != (*iov)->storage_dev()) {
+        (*file)->storage_dev != (*iov)->storage_dev()) {
       return -EXDEV;
     }
   } else if (direct && !write && sqe.len >= kCachedReadCheckMin &&

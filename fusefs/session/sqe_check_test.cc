@@ -43,7 +43,8 @@ class SqeCheckTest : public ::testing::Test {
     direct_fd_ = open("/dev/null", O_RDWR | O_CLOEXEC);
     rw_ = static_cast<uint32_t>(
         registry_.AddFile(std::make_shared<RegisteredFile>(
-            buffered_fd_, direct_fd_, true, true)));
+            buffered_fd_, direct_fd_, true, true, /*node_in=*/0,
+            direct::StorageDevice(direct_fd_))));
   }
   void TearDown() override {
     registry_.Clear();
