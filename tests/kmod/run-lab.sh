@@ -68,6 +68,14 @@ fi
 repo=$(cd "$here/../.." && pwd)
 "$repo/deploy/install-deps.sh" >/dev/null
 libfgds_build=${FGDS_LAB_CACHE:-/var/cache/fgds-lab}/libfgds-build
+# CMake refuses a build tree configured from another source directory, and
+# every CI run checks out to a fresh path: start over when the source moved.
+if [ -f "$libfgds_build/CMakeCache.txt" ] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" \
+     "$libfgds_build/CMakeCache.txt"; then
+  lab_log "libfgds build cache was configured for another checkout; rebuilding"
+  rm -rf "$libfgds_build"
+fi
 t=$SECONDS
 if { cmake -S "$repo" -B "$libfgds_build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
      cmake --build "$libfgds_build" -j"$(nproc)" --target fgds_direct_lab_test \
