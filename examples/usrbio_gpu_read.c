@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   int ret = fgds_session_open(&session, argv[1], NULL);
   if (ret < 0) return fail("session (is this an fgds mount?)", ret);
   /* The whole file in one entry: the library cuts it into chunks, at most
-   * staging_bytes of them in flight (the default, 64 MiB, of 2 MiB each). */
+   * staging_bytes of them in flight (the default, 8 MiB: two 4 MiB chunks). */
   struct fgds_iov gpu_iov;
   ret = fgds_iov_wrap_gpu(&session, &gpu_iov, dev_ptr, size, NULL);
   if (ret < 0) return fail("wrap GPU memory", ret);

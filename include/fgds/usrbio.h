@@ -115,15 +115,17 @@ int fgds_iov_destroy(struct fgds_iov* iov) FGDS_NOEXCEPT;
 #define FGDS_IOV_GPU_PRIMARY_CTX 1u
 #define FGDS_IOV_GPU_VALID_FLAGS (FGDS_IOV_GPU_PRIMARY_CTX)
 
-#define FGDS_IOV_GPU_DEFAULT_STAGING (64ull << 20)
+#define FGDS_IOV_GPU_DEFAULT_STAGING (8ull << 20)
 #define FGDS_IOV_GPU_DEFAULT_CHUNK (4u << 20)
 #define FGDS_IOV_GPU_MAX_CHUNK (64u << 20)
 #define FGDS_IOV_GPU_MAX_STAGING (16ull << 30)
 
 struct fgds_iov_gpu_params {
-  /* Pinned host staging memory for this iov, bytes: 0 = 64 MiB. Rounded up
-   * to a multiple of chunk_bytes; at least one chunk, at most 16 GiB. It
-   * bounds the memory the iov's I/O ever uses, whatever is queued. */
+  /* Pinned host staging memory for this iov, bytes: 0 = 8 MiB (two default
+   * chunks: one filling while the other copies). Rounded up to a multiple of
+   * chunk_bytes; at least one chunk, at most 16 GiB. It bounds the memory
+   * the iov's I/O ever uses, whatever is queued. More is not faster for
+   * page-cached reads: staging that stays in the CPU cache is (docs/usrbio.md). */
   uint64_t staging_bytes;
   /* The unit of pipelining: 0 = 4 MiB; a multiple of 4096, <= 64 MiB. */
   uint32_t chunk_bytes;

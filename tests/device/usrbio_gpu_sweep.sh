@@ -9,7 +9,8 @@
 # $OUT/sweep.log.
 #
 # Knobs: FGDS_BENCH_SIZE (default 4G), FGDS_SWEEP_WORKERS ("8 16"),
-# FGDS_SWEEP_CHUNKS ("1048576 2097152 4194304"), FGDS_SWEEP_THREADS (8).
+# FGDS_SWEEP_CHUNKS ("1048576 2097152 4194304"), FGDS_SWEEP_STAGING (staging
+# bytes per GPU iov, "0" = the library's default), FGDS_SWEEP_THREADS (8).
 set -u -o pipefail
 OUT=${OUT:-/tmp/fgds-sweep-out}
 mkdir -p "$OUT"
@@ -47,11 +48,14 @@ for workers in ${FGDS_SWEEP_WORKERS:-8 16}; do
   pid=$!
   for _ in $(seq 100); do grep -q " $MNT fuse" /proc/mounts && break; sleep 0.1; done
   for chunk in ${FGDS_SWEEP_CHUNKS:-1048576 2097152 4194304}; do
-    step "usrbio-gpu: daemon --io-workers $workers, GPU iov chunk $chunk"
-    FGDS_BENCH_CHUNK=$chunk timeout 120 $BENCH --mount "$MNT" --backing "$DATA" \
-      $COMMON --cache both --modes usrbio-gpu \
-      --json "$OUT/sweep-w$workers-c$chunk.json" 2>&1 | grep -E '^usrbio-gpu +read'
-    rm -rf "$DATA"/fgds-bench-*
+    for staging in ${FGDS_SWEEP_STAGING:-0}; do
+      step "usrbio-gpu: daemon --io-workers $workers, GPU iov chunk $chunk, staging $staging"
+      FGDS_BENCH_CHUNK=$chunk FGDS_BENCH_STAGING=$staging timeout 120 \
+        $BENCH --mount "$MNT" --backing "$DATA" $COMMON --cache both \
+        --modes usrbio-gpu --json "$OUT/sweep-w$workers-c$chunk-s$staging.json" \
+        2>&1 | grep -E '^usrbio-gpu +read'
+      rm -rf "$DATA"/fgds-bench-*
+    done
   done
   umount "$MNT" 2>/dev/null || umount -l "$MNT"
   kill "$pid" 2>/dev/null
