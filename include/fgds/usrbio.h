@@ -125,7 +125,8 @@ struct fgds_iov_gpu_params {
    * chunks: one filling while the other copies). Rounded up to a multiple of
    * chunk_bytes; at least one chunk, at most 16 GiB. It bounds the memory
    * the iov's I/O ever uses, whatever is queued. More is not faster for
-   * page-cached reads: staging that stays in the CPU cache is (docs/usrbio.md). */
+   * page-cached reads: staging that stays in the CPU's cache is faster
+   * (docs/usrbio.md). */
   uint64_t staging_bytes;
   /* The unit of pipelining: 0 = 4 MiB; a multiple of 4096, <= 64 MiB. */
   uint32_t chunk_bytes;

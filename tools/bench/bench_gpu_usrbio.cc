@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -153,6 +155,21 @@ absl::StatusOr<PhaseResult> RunUsrbioGpuPhase(const PhaseSpec& spec) {
   if (absl::StatusOr<const cuda::CudaApi*> gpu = BenchCuda(); !gpu.ok()) {
     return gpu.status();
   }
+  // The staging shape, for the reader of the run's log (the page-cached rate
+  // depends on it: docs/usrbio.md). As fgds_iov_wrap_gpu resolves it.
+  const uint64_t chunk = EnvNumber("FGDS_BENCH_CHUNK") != 0
+                             ? EnvNumber("FGDS_BENCH_CHUNK")
+                             : FGDS_IOV_GPU_DEFAULT_CHUNK;
+  const uint64_t staging = EnvNumber("FGDS_BENCH_STAGING") != 0
+                               ? EnvNumber("FGDS_BENCH_STAGING")
+                               : FGDS_IOV_GPU_DEFAULT_STAGING;
+  std::fprintf(stderr,
+               "usrbio-gpu %s: one GPU iov per thread, %llu KiB chunks, %llu "
+               "KiB staging each\n",
+               spec.op == Op::kWrite ? "write" : "read",
+               static_cast<unsigned long long>(chunk >> 10),
+               static_cast<unsigned long long>(
+                   ((staging + chunk - 1) / chunk * chunk) >> 10));
   return RunWorkers(spec, [&](int index) -> std::unique_ptr<PhaseWorker> {
     return std::make_unique<UsrbioGpuWorker>(spec, index);
   });
