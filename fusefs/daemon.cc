@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "fusefs/filesystem.h"
 #include "fusefs/mount_table.h"
+#include "fusefs/session/io_stats.h"
 #include "fusefs/session/session_server.h"
 
 namespace fgds::fusefs {
@@ -148,12 +149,14 @@ static void StartSessions(const std::string& mountpoint,
                           const std::string& data_dir,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
+                          session::IoStats* io_stats,
                           std::unique_ptr<session::SessionServer>* out) {
   auto mounted = FindMount(mountpoint);
   if (!mounted) return;
   session::SessionServer::Options session_options;
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
+  session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
   session_options.context.storage_dir = data_dir;
   auto server = session::SessionServer::Start(session_options);
@@ -188,6 +191,10 @@ absl::Status ServeMount(const DaemonOptions& options,
                (*local)->engine_fallback_reason());
   }
   std::string engine_name = (*local)->engine().name();
+  // What usrbio entries did, for /.fgds/stats. Declared before the sessions
+  // and fs: the engine's last completions (after the sessions end, while fs
+  // drains it) still count here.
+  session::IoStats usrbio_stats;
   // usrbio sessions; started once the mount exists (they need its device).
   std::unique_ptr<session::SessionServer> sessions;
   auto fs = std::make_unique<Filesystem>(options, *std::move(local));
@@ -196,8 +203,10 @@ absl::Status ServeMount(const DaemonOptions& options,
                                   options.writeback_cache ? " writeback" : "",
                                   options.direct_io ? " direct_io" : "");
   Filesystem* fs_ptr = fs.get();
-  fs->control.AddFile(
-      "stats", [fs_ptr] { return fs_ptr->stats.Render(fs_ptr->stats_header); });
+  fs->control.AddFile("stats", [fs_ptr, &usrbio_stats] {
+    return fs_ptr->stats.Render(fs_ptr->stats_header) + "\n" +
+           usrbio_stats.Render();
+  });
   fs->control.AddFile("session", [&sessions] {
     return sessions ? sessions->ControlFileContent() : std::string();
   });
@@ -251,7 +260,7 @@ absl::Status ServeMount(const DaemonOptions& options,
         });
   }
   StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
-                invalidator.get(), &sessions);
+                invalidator.get(), &usrbio_stats, &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
   ready(absl::OkStatus());

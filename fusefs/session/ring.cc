@@ -37,6 +37,25 @@ void Drain(int efd) {
   (void)!read(efd, &count, sizeof(count));
 }
 
+// Which row of IoStats a checked entry's completion counts in. REQUIRES:
+// the registry lock (io's references are the registry's entries).
+IoStats::Kind KindOf(const fgds_sqe& sqe, const CheckedIo& io) {
+  IoStats::Kind kind;
+  if (io.sync) {
+    kind.op = IoStats::Op::kSync;
+    return kind;
+  }
+  kind.op = io.write ? IoStats::Op::kWrite : IoStats::Op::kRead;
+  if (io.iov != nullptr && (*io.iov)->direct_only()) {
+    kind.memory = IoStats::Memory::kGpuDirect;
+  } else if (sqe.tag == FGDS_SQE_TAG_GPU_STAGING) {
+    kind.memory = IoStats::Memory::kGpuBounce;
+  }
+  kind.file_side = io.path == FGDS_PATH_DIRECT ? IoStats::FileSide::kODirect
+                                               : IoStats::FileSide::kPageCache;
+  return kind;
+}
+
 // The engine requests of one Dispatch, in one allocation: one reference to
 // the ring and to each iov and file the entries use (not one per entry),
 // deleted by the last completion.
@@ -57,6 +76,9 @@ class RingBatch {
       Finish(result);
     }
     void Finish(int64_t result) {
+      // Counted before the completion is visible: whoever sees it then
+      // sees it counted too.
+      if (IoStats* stats = batch->ring_->stats()) stats->Record(kind, result);
       batch->ring_->Post(userdata, tag, result, path);
       batch->OpDone();
     }
@@ -66,6 +88,7 @@ class RingBatch {
     uint64_t write_node = 0;  // a write's file's node id, else 0
     uint32_t tag = 0;
     uint32_t path = FGDS_PATH_NONE;
+    IoStats::Kind kind;
   };
 
   RingBatch(std::shared_ptr<Ring> ring, uint32_t capacity)
@@ -81,6 +104,7 @@ class RingBatch {
     op.path = io.path;
     op.offset = io.offset;
     op.write_node = io.write ? (*io.file)->node : 0;
+    op.kind = KindOf(sqe, io);
     // Consecutive entries mostly share their iov and file: keep each once
     // per run (a repeat later in the batch only costs a copy).
     if (io.iov != nullptr && (iovs_.empty() || iovs_.back() != *io.iov)) {
@@ -116,7 +140,8 @@ class RingBatch {
 int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                  int complete_efd, const fgds_msg_ior_register& params,
                  std::shared_ptr<Registry> registry, backend::IoEngine* engine,
-                 CacheInvalidator* invalidator, std::shared_ptr<Ring>* out) {
+                 CacheInvalidator* invalidator, IoStats* stats,
+                 std::shared_ptr<Ring>* out) {
   int wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   int exited_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   auto fail = [&](int err) {
@@ -153,7 +178,7 @@ int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
   }
   out->reset(new Ring(std::move(memory), layout, submit_efd, complete_efd,
                       wake_efd, exited_efd, params, std::move(registry), engine,
-                      invalidator));
+                      invalidator, stats));
   return 0;
 }
 
@@ -161,7 +186,7 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
            int submit_efd, int complete_efd, int wake_efd, int exited_efd,
            const fgds_msg_ior_register& params,
            std::shared_ptr<Registry> registry, backend::IoEngine* engine,
-           CacheInvalidator* invalidator)
+           CacheInvalidator* invalidator, IoStats* stats)
     : memory_(std::move(memory)),
       header_(reinterpret_cast<fgds_ring_header*>(memory_->base())),
       sqes_(reinterpret_cast<const fgds_sqe*>(memory_->base() +
@@ -180,7 +205,8 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       priority_(params.priority),
       registry_(std::move(registry)),
       engine_(engine),
-      invalidator_(invalidator) {
+      invalidator_(invalidator),
+      stats_(stats) {
   // Start from wherever the client's indexes are (zero for a fresh ring).
   sq_head_ = fgds_load_acquire(&header_->sq_head.value);
   fgds::SpinLockHolder lock(&cq_mu_);
@@ -338,8 +364,10 @@ void Ring::Dispatch(uint32_t count) {
                                              io.offset, batch->Add(sqe, io)});
     }
   }
-  for (const Failed& f : failed_)
+  for (const Failed& f : failed_) {
+    if (stats_ != nullptr) stats_->RecordRejected();
     Post(f.userdata, f.tag, f.err, FGDS_PATH_NONE);
+  }
   if (requests_.empty()) {
     delete batch;
     return;

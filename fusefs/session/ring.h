@@ -38,6 +38,7 @@
 #include "fgds/usrbio_ring.h"
 #include "fgds/usrbio_wire.h"
 #include "fusefs/session/cache_invalidator.h"
+#include "fusefs/session/io_stats.h"
 #include "fusefs/session/registry.h"
 
 namespace fgds::session {
@@ -52,7 +53,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
                     int complete_efd, const fgds_msg_ior_register& params,
                     std::shared_ptr<Registry> registry,
                     backend::IoEngine* engine, CacheInvalidator* invalidator,
-                    std::shared_ptr<Ring>* out);
+                    IoStats* stats, std::shared_ptr<Ring>* out);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -65,6 +66,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
   // Writes' completions wait for this (null: none); see cache_invalidator.h.
   CacheInvalidator* invalidator() const { return invalidator_; }
+  // Counts each completed entry (null: no counting).
+  IoStats* stats() const { return stats_; }
   // `count` engine requests of this ring finished (after their Posts).
   void Retire(uint32_t count);
 
@@ -72,7 +75,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
        int submit_efd, int complete_efd, int wake_efd, int exited_efd,
        const fgds_msg_ior_register& params, std::shared_ptr<Registry> registry,
-       backend::IoEngine* engine, CacheInvalidator* invalidator);
+       backend::IoEngine* engine, CacheInvalidator* invalidator,
+       IoStats* stats);
 
   void WorkerLoop();
   // CQ slots neither unreaped nor promised to I/O in flight.
@@ -104,6 +108,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const std::shared_ptr<Registry> registry_;
   backend::IoEngine* const engine_;
   CacheInvalidator* const invalidator_;  // may be null
+  IoStats* const stats_;                 // may be null
 
   uint32_t sq_head_ = 0;  // worker only
   // Dispatch's scratch space, kept between calls (worker only).

@@ -249,7 +249,8 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
   }
   std::shared_ptr<Ring> ring;
   ret = Ring::Create(std::move(memory), fds[1], fds[2], msg, registry_,
-                     &context_.backend->engine(), context_.invalidator, &ring);
+                     &context_.backend->engine(), context_.invalidator,
+                     context_.io_stats, &ring);
   if (ret != 0) return ret;
   ring->Start();
   *id = next_ring_++;

@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "common/mutex.h"
 #include "fusefs/session/cache_invalidator.h"
+#include "fusefs/session/io_stats.h"
 #include "fusefs/session/registry.h"
 #include "fusefs/session/ring.h"
 #include "fusefs/session/wire_parse.h"
@@ -42,6 +43,9 @@ struct SessionContext {
   // Drops the mount's cached pages after usrbio writes; null: none (a
   // daemon without a mount, tests).
   CacheInvalidator* invalidator = nullptr;
+  // Counts every ring's completed entries (/.fgds/stats); null: none. Must
+  // outlive the engine's I/O, which completes after sessions end.
+  IoStats* io_stats = nullptr;
   // GPU iovs (gpu_iov.h): the backing directory, whose block device the
   // fgds module checks the peer-to-peer route to ("": none, so every GPU
   // iov bounces), and where the module's nodes are.

@@ -82,6 +82,10 @@
 
 /* A submission: copied once out of shared memory by the daemon, then
  * validated. Reserved fields must be zero. */
+/* fgds_sqe.tag of the library's GPU iov staging I/O ("GPUB"). The daemon
+ * only counts such entries apart in its statistics. */
+#define FGDS_SQE_TAG_GPU_STAGING 0x42555047u
+
 struct fgds_sqe {
   uint8_t opcode; /* FGDS_OP_READ, FGDS_OP_WRITE or FGDS_OP_FSYNC */
   uint8_t flags;  /* FGDS_SQE_* */
@@ -89,7 +93,7 @@ struct fgds_sqe {
   uint32_t iov_id; /* an iov registered by this session */
   uint32_t fd_id;  /* a file registered by this session */
   /* Echoed unchanged in fgds_cqe.tag. The client library marks its own
-   * entries with it (GPU iov staging I/O); fgds_prep_io writes 0. */
+   * entries with it (FGDS_SQE_TAG_GPU_STAGING); fgds_prep_io writes 0. */
   uint32_t tag;
   uint64_t iov_offset; /* where in the iov the data goes / comes from */
   uint64_t file_offset;

@@ -77,6 +77,19 @@ TEST_F(UsrbioGpuTest, ReadsLandInDeviceMemoryThroughBoundedStaging) {
   EXPECT_EQ(ior.ior.in_flight, 0u);
   // Nothing copied outside the requests: the gap before 7 MiB + 4096.
   EXPECT_EQ(*Dev(dev, 7 * kMiB + 1), 0);
+  // fgds stat puts every byte in the GPU bounce rows, none in host memory.
+  const std::string mnt = fs_->mountpoint();
+  const UsrbioStatsRow direct =
+      ReadUsrbioStats(mnt, "read", "gpu-bounce", "o-direct");
+  const UsrbioStatsRow cached =
+      ReadUsrbioStats(mnt, "read", "gpu-bounce", "page-cache");
+  int64_t bytes = 0;
+  for (const Req& r : reqs) bytes += static_cast<int64_t>(r.len);
+  EXPECT_EQ(direct.bytes + cached.bytes, bytes);
+  EXPECT_EQ(direct.errors + cached.errors, 0);
+  EXPECT_EQ(ReadUsrbioStats(mnt, "read", "host", "o-direct").entries, 0);
+  EXPECT_EQ(ReadUsrbioStats(mnt, "read", "host", "page-cache").entries, 0);
+  EXPECT_EQ(ReadUsrbioStats(mnt, "read", "gpu-direct", "o-direct").entries, 0);
 }
 
 TEST_F(UsrbioGpuTest, SubRangeOfALargerAllocation) {
@@ -140,6 +153,10 @@ TEST_F(UsrbioGpuTest, WritesReachTheFile) {
   EXPECT_EQ(cqes[1].result, static_cast<int64_t>(4 * kMiB));
   EXPECT_EQ(cqes[2].result, static_cast<int64_t>(kMiB + 777));
   EXPECT_EQ(cqes[1].path, FGDS_PATH_BOUNCE);
+  const std::string mnt = fs_->mountpoint();
+  EXPECT_EQ(ReadUsrbioStats(mnt, "write", "gpu-bounce", "o-direct").bytes +
+                ReadUsrbioStats(mnt, "write", "gpu-bounce", "page-cache").bytes,
+            static_cast<int64_t>(5 * kMiB + 777));
   std::vector<char> back(5 * kMiB + 777);
   int bfd = open(Backing("w").c_str(), O_RDONLY);
   ASSERT_GE(bfd, 0);

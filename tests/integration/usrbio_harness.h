@@ -19,6 +19,7 @@
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 #include "tests/lib/mounted_fs.h"
+#include "tests/lib/usrbio_stats.h"
 
 namespace fgds::testing {
 

@@ -102,6 +102,27 @@ TEST_F(UsrbioRwTest, ReadsLandInTheIovWithThePathTaken) {
         ADD_FAILURE() << "unexpected userdata " << c.userdata;
     }
   }
+  // fgds stat counts each entry once, on the side of the file it took.
+  int64_t direct_entries = 0;
+  int64_t direct_bytes = 0;
+  for (const fgds_cqe& c : cqes) {
+    if (c.path != FGDS_PATH_DIRECT) continue;
+    ++direct_entries;
+    direct_bytes += c.result;
+  }
+  const std::string mnt = fs_->mountpoint();
+  const UsrbioStatsRow direct =
+      ReadUsrbioStats(mnt, "read", "host", "o-direct");
+  const UsrbioStatsRow cached =
+      ReadUsrbioStats(mnt, "read", "host", "page-cache");
+  EXPECT_EQ(direct.entries, direct_entries);
+  EXPECT_EQ(direct.bytes, direct_bytes);
+  EXPECT_EQ(direct.entries + cached.entries, 3);
+  EXPECT_EQ(direct.bytes + cached.bytes, 65536 + 3333 + 4096);
+  EXPECT_EQ(direct.errors + cached.errors, 0);
+  EXPECT_EQ(ReadUsrbioStats(mnt, "read", "gpu-bounce", "page-cache").entries,
+            0);
+  EXPECT_EQ(ReadUsrbioStats(mnt, "write", "host", "page-cache").entries, 0);
 }
 
 TEST_F(UsrbioRwTest, WritesReachTheFileAndReadBack) {
@@ -242,6 +263,10 @@ TEST_F(UsrbioRwTest, FsyncEntriesReportTheirResult) {
         EXPECT_EQ(c.result, -EINVAL);
     }
   }
+  const UsrbioStatsRow syncs =
+      ReadUsrbioStats(fs_->mountpoint(), "fsync", "-", "-");
+  EXPECT_EQ(syncs.entries, 2);
+  EXPECT_EQ(syncs.errors, 0);
 }
 
 TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
@@ -273,6 +298,11 @@ TEST_F(UsrbioRwTest, BadEntriesFailAloneWithTheirErrno) {
   EXPECT_EQ(by_tag[3], -EBADF);
   EXPECT_EQ(by_tag[4], -EACCES);
   EXPECT_EQ(by_tag[5], 4096);
+  // The three refused entries are counted apart from the two reads.
+  const UsrbioStatsRow rejected =
+      ReadUsrbioStats(fs_->mountpoint(), "rejected", "-", "-");
+  EXPECT_EQ(rejected.entries, 3);
+  EXPECT_EQ(rejected.errors, 3);
 }
 
 // The library marks its own entries with fgds_sqe.tag; the daemon hands it

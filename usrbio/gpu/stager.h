@@ -30,8 +30,8 @@
 
 namespace fgds::usrbio::gpu {
 
-// fgds_sqe.tag of the stager's chunk entries ("GPUB"); fgds_prep_io's are 0.
-inline constexpr uint32_t kStagerTag = 0x42555047u;
+// fgds_sqe.tag of the stager's chunk entries; fgds_prep_io's are 0.
+inline constexpr uint32_t kStagerTag = FGDS_SQE_TAG_GPU_STAGING;
 
 // An intrusive FIFO (no allocation on the I/O path: T has a `next`).
 template <typename T>

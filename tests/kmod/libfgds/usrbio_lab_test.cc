@@ -26,6 +26,7 @@
 #include "fgds/usrbio.h"
 #include "tests/kmod/libfgds/lab_device_ops.h"
 #include "tests/kmod/libfgds/lab_main.h"
+#include "tests/lib/usrbio_stats.h"
 #include "usrbio/gpu/gpu_iov.h"
 
 namespace fgds::lab {
@@ -89,6 +90,31 @@ void ReadCase(const std::string& name, fgds_session* s, const fgds_iov* iov,
                           std::to_string(want_path));
   }
   Pass(name);
+}
+
+// fgds stat on the daemon this test alone used: the aligned reads and the
+// write in the GPU direct rows, the unaligned read's chunks in GPU bounce.
+void StatsCase(const std::string& mount, int64_t direct_read_bytes,
+               int64_t bounce_read_bytes, int64_t direct_write_bytes) {
+  using testing::ReadUsrbioStats;
+  const testing::UsrbioStatsRow reads =
+      ReadUsrbioStats(mount, "read", "gpu-direct", "o-direct");
+  const testing::UsrbioStatsRow writes =
+      ReadUsrbioStats(mount, "write", "gpu-direct", "o-direct");
+  const int64_t bounce =
+      ReadUsrbioStats(mount, "read", "gpu-bounce", "o-direct").bytes +
+      ReadUsrbioStats(mount, "read", "gpu-bounce", "page-cache").bytes;
+  const std::string seen =
+      "gpu-direct reads " + std::to_string(reads.entries) + "/" +
+      std::to_string(reads.bytes) + " B, writes " +
+      std::to_string(writes.entries) + "/" + std::to_string(writes.bytes) +
+      " B, gpu-bounce reads " + std::to_string(bounce) + " B";
+  if (reads.entries != 2 || reads.bytes != direct_read_bytes ||
+      reads.errors != 0 || writes.entries != 1 ||
+      writes.bytes != direct_write_bytes || bounce != bounce_read_bytes) {
+    return Fail("usrbio_gpu_stats", seen);
+  }
+  Pass("usrbio_gpu_stats");
 }
 
 int Run(const Args& args) {
@@ -174,6 +200,9 @@ int Run(const Args& args) {
     fgds_fd_unregister(&s, out_id);
     unlink((args.backing + "/" + out_name).c_str());
   }
+
+  StatsCase(args.mount, static_cast<int64_t>(4 * kMiB + 64 * 1024),
+            static_cast<int64_t>(kMiB + 17), static_cast<int64_t>(2 * kMiB));
 
   if (int ret = fgds_iov_destroy(&iov); ret != 0) {
     Fail("usrbio_gpu_iov_destroy", std::to_string(ret));

@@ -1,0 +1,111 @@
+#include "fusefs/session/io_stats.h"
+
+#include <cerrno>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace fgds::session {
+namespace {
+
+using Kind = IoStats::Kind;
+using Memory = IoStats::Memory;
+using Op = IoStats::Op;
+using Side = IoStats::FileSide;
+
+TEST(IoStatsTest, CountsEachKindApart) {
+  IoStats stats;
+  const Kind host_direct{Op::kRead, Memory::kHost, Side::kODirect};
+  const Kind bounce_cached{Op::kRead, Memory::kGpuBounce, Side::kPageCache};
+  const Kind gpu_write{Op::kWrite, Memory::kGpuDirect, Side::kODirect};
+  stats.Record(host_direct, 4096);
+  stats.Record(host_direct, 8192);
+  stats.Record(bounce_cached, 1 << 20);
+  stats.Record(gpu_write, -EIO);  // an error moves no bytes
+  stats.Record(gpu_write, 0);     // EOF: an entry, no bytes
+
+  IoStats::Totals t = stats.Get(host_direct);
+  EXPECT_EQ(t.entries, 2u);
+  EXPECT_EQ(t.bytes, 12288u);
+  EXPECT_EQ(t.errors, 0u);
+  t = stats.Get(bounce_cached);
+  EXPECT_EQ(t.entries, 1u);
+  EXPECT_EQ(t.bytes, uint64_t{1} << 20);
+  t = stats.Get(gpu_write);
+  EXPECT_EQ(t.entries, 2u);
+  EXPECT_EQ(t.bytes, 0u);
+  EXPECT_EQ(t.errors, 1u);
+  // Neighbours of the recorded kinds stay empty.
+  EXPECT_EQ(stats.Get({Op::kRead, Memory::kHost, Side::kPageCache}).entries,
+            0u);
+  EXPECT_EQ(stats.Get({Op::kWrite, Memory::kHost, Side::kODirect}).entries, 0u);
+  EXPECT_EQ(stats.Get({Op::kRead, Memory::kGpuBounce, Side::kODirect}).entries,
+            0u);
+  stats.RecordRejected();
+  EXPECT_EQ(stats.rejected(), 1u);
+}
+
+// Every row, in a fixed order, whatever was recorded: scripts read it.
+TEST(IoStatsTest, RenderHasEveryRowInOrder) {
+  IoStats stats;
+  stats.Record({Op::kWrite, Memory::kGpuBounce, Side::kODirect}, 65536);
+  stats.Record({Op::kSync, Memory::kHost, Side::kPageCache}, 0);
+  stats.RecordRejected();
+  std::istringstream text(stats.Render());
+  std::vector<std::string> rows;
+  std::string line;
+  while (std::getline(text, line)) {
+    std::istringstream words(line);
+    std::string op, memory, side, entries, bytes, errors;
+    words >> op >> memory >> side >> entries >> bytes >> errors;
+    rows.push_back(op + " " + memory + " " + side + " " + entries + " " +
+                   bytes + " " + errors);
+  }
+  const std::vector<std::string> want = {
+      "usrbio memory file entries bytes errors",
+      "read host page-cache 0 0 0",
+      "read host o-direct 0 0 0",
+      "read gpu-bounce page-cache 0 0 0",
+      "read gpu-bounce o-direct 0 0 0",
+      "read gpu-direct o-direct 0 0 0",
+      "write host page-cache 0 0 0",
+      "write host o-direct 0 0 0",
+      "write gpu-bounce page-cache 0 0 0",
+      "write gpu-bounce o-direct 1 65536 0",
+      "write gpu-direct o-direct 0 0 0",
+      "fsync - - 1 0 0",
+      "rejected - - 1 0 1",
+  };
+  EXPECT_EQ(rows, want);
+}
+
+// Engine threads record at once (run under TSan in CI).
+TEST(IoStatsTest, ConcurrentRecordsAllCount) {
+  IoStats stats;
+  const Kind kind{Op::kRead, Memory::kGpuDirect, Side::kODirect};
+  constexpr int kThreads = 4;
+  constexpr int kEach = 20000;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&stats, kind] {
+      for (int j = 0; j < kEach; ++j) {
+        stats.Record(kind, 4096);
+        if (j % 1000 == 0) stats.RecordRejected();
+      }
+    });
+  }
+  std::string rendered;
+  for (int i = 0; i < 10; ++i) rendered = stats.Render();  // while recording
+  for (std::thread& t : threads) t.join();
+  const IoStats::Totals t = stats.Get(kind);
+  EXPECT_EQ(t.entries, uint64_t{kThreads} * kEach);
+  EXPECT_EQ(t.bytes, uint64_t{kThreads} * kEach * 4096);
+  EXPECT_EQ(stats.rejected(), uint64_t{kThreads} * (kEach / 1000));
+  EXPECT_FALSE(rendered.empty());
+}
+
+}  // namespace
+}  // namespace fgds::session
