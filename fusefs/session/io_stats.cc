@@ -34,8 +34,15 @@ size_t IoStats::Index(Kind kind) {
          static_cast<size_t>(kind.file_side);
 }
 
+IoStats::Shard& IoStats::Mine() {
+  static std::atomic<size_t> next_shard{0};
+  thread_local const size_t shard =
+      next_shard.fetch_add(1, std::memory_order_relaxed) % kShards;
+  return shards_[shard];
+}
+
 void IoStats::Record(Kind kind, int64_t result) {
-  Counters& c = counters_[Index(kind)];
+  Counters& c = Mine().counters[Index(kind)];
   c.entries.fetch_add(1, std::memory_order_relaxed);
   if (result < 0) {
     c.errors.fetch_add(1, std::memory_order_relaxed);
@@ -45,14 +52,26 @@ void IoStats::Record(Kind kind, int64_t result) {
 }
 
 void IoStats::RecordRejected() {
-  rejected_.fetch_add(1, std::memory_order_relaxed);
+  Mine().rejected.fetch_add(1, std::memory_order_relaxed);
 }
 
 IoStats::Totals IoStats::Get(Kind kind) const {
-  const Counters& c = counters_[Index(kind)];
-  return {c.entries.load(std::memory_order_relaxed),
-          c.bytes.load(std::memory_order_relaxed),
-          c.errors.load(std::memory_order_relaxed)};
+  Totals t;
+  for (const Shard& shard : shards_) {
+    const Counters& c = shard.counters[Index(kind)];
+    t.entries += c.entries.load(std::memory_order_relaxed);
+    t.bytes += c.bytes.load(std::memory_order_relaxed);
+    t.errors += c.errors.load(std::memory_order_relaxed);
+  }
+  return t;
+}
+
+uint64_t IoStats::rejected() const {
+  uint64_t n = 0;
+  for (const Shard& shard : shards_) {
+    n += shard.rejected.load(std::memory_order_relaxed);
+  }
+  return n;
 }
 
 std::string IoStats::Render() const {
