@@ -16,12 +16,25 @@
 #include "tools/bench/bench_gpu.h"
 #include "tools/bench/bench_gpu_device.h"
 #include "tools/bench/system.h"
+#include "usrbio/gpu/gpu_iov.h"
 
 namespace fgds::bench {
 namespace {
 
 absl::Status UsrbioError(absl::string_view what, int error) {
   return absl::ErrnoToStatus(-error, absl::StrCat("usrbio-gpu ", what));
+}
+
+// Every worker's GPU iov: the primary context of device 0, and the
+// experiment knobs FGDS_BENCH_STAGING / FGDS_BENCH_CHUNK (0: the library's
+// defaults).
+fgds_iov_gpu_params BenchGpuIovParams() {
+  fgds_iov_gpu_params params = {};
+  params.flags = FGDS_IOV_GPU_PRIMARY_CTX;
+  params.device = 0;
+  params.staging_bytes = EnvNumber("FGDS_BENCH_STAGING");
+  params.chunk_bytes = static_cast<uint32_t>(EnvNumber("FGDS_BENCH_CHUNK"));
+  return params;
 }
 
 class UsrbioGpuWorker : public GpuWorker {
@@ -43,11 +56,7 @@ class UsrbioGpuWorker : public GpuWorker {
       return UsrbioError(absl::StrCat("session on ", spec_.path), ret);
     }
     session_ready_ = true;
-    fgds_iov_gpu_params params = {};
-    params.flags = FGDS_IOV_GPU_PRIMARY_CTX;
-    params.device = 0;
-    params.staging_bytes = EnvNumber("FGDS_BENCH_STAGING");
-    params.chunk_bytes = static_cast<uint32_t>(EnvNumber("FGDS_BENCH_CHUNK"));
+    const fgds_iov_gpu_params params = BenchGpuIovParams();
     if (int ret = fgds_iov_wrap_gpu(&session_, &iov_, region_,
                                     spec_.region_bytes, &params);
         ret != 0) {
@@ -156,20 +165,15 @@ absl::StatusOr<PhaseResult> RunUsrbioGpuPhase(const PhaseSpec& spec) {
     return gpu.status();
   }
   // The staging shape, for the reader of the run's log (the page-cached rate
-  // depends on it: docs/usrbio.md). As fgds_iov_wrap_gpu resolves it.
-  const uint64_t chunk = EnvNumber("FGDS_BENCH_CHUNK") != 0
-                             ? EnvNumber("FGDS_BENCH_CHUNK")
-                             : FGDS_IOV_GPU_DEFAULT_CHUNK;
-  const uint64_t staging = EnvNumber("FGDS_BENCH_STAGING") != 0
-                               ? EnvNumber("FGDS_BENCH_STAGING")
-                               : FGDS_IOV_GPU_DEFAULT_STAGING;
+  // depends on it: docs/usrbio.md).
+  const usrbio::gpu::StagingShape shape =
+      usrbio::gpu::ResolveStagingShape(BenchGpuIovParams());
   std::fprintf(stderr,
                "usrbio-gpu %s: one GPU iov per thread, %llu KiB chunks, %llu "
                "KiB staging each\n",
                spec.op == Op::kWrite ? "write" : "read",
-               static_cast<unsigned long long>(chunk >> 10),
-               static_cast<unsigned long long>(
-                   ((staging + chunk - 1) / chunk * chunk) >> 10));
+               static_cast<unsigned long long>(shape.chunk_bytes >> 10),
+               static_cast<unsigned long long>(shape.staging_bytes >> 10));
   return RunWorkers(spec, [&](int index) -> std::unique_ptr<PhaseWorker> {
     return std::make_unique<UsrbioGpuWorker>(spec, index);
   });

@@ -137,11 +137,7 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
       size > info.size - (dev_ptr - info.base)) {
     return -EINVAL;
   }
-  const uint64_t chunk =
-      params.chunk_bytes != 0 ? params.chunk_bytes : FGDS_IOV_GPU_DEFAULT_CHUNK;
-  uint64_t staging = params.staging_bytes != 0 ? params.staging_bytes
-                                               : FGDS_IOV_GPU_DEFAULT_STAGING;
-  staging = (staging + chunk - 1) / chunk * chunk;
+  const auto [chunk, staging] = ResolveStagingShape(params);
 
   auto* g = new (std::nothrow) GpuIov;
   if (g == nullptr) return -ENOMEM;

@@ -107,6 +107,21 @@ class ScopedDevice {
   direct::DeviceOps* bound_ = nullptr;
 };
 
+// The chunk and staging sizes a GPU iov made with `params` has: the
+// defaults for zeros, the staging rounded up to whole chunks.
+struct StagingShape {
+  uint64_t chunk_bytes;
+  uint64_t staging_bytes;
+};
+inline StagingShape ResolveStagingShape(const fgds_iov_gpu_params& params) {
+  const uint64_t chunk =
+      params.chunk_bytes != 0 ? params.chunk_bytes : FGDS_IOV_GPU_DEFAULT_CHUNK;
+  const uint64_t staging = params.staging_bytes != 0
+                               ? params.staging_bytes
+                               : FGDS_IOV_GPU_DEFAULT_STAGING;
+  return {chunk, (staging + chunk - 1) / chunk * chunk};
+}
+
 // WrapGpuIov is fgds_iov_wrap_gpu on `ops` (not owned: the caller keeps
 // it alive until fgds_iov_destroy), e.g. a FakeDeviceOps in tests.
 int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
