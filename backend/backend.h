@@ -21,10 +21,11 @@
 #include <cerrno>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "backend/io_engine.h"
+#include "backend/file_io.h"
 
 namespace fgds::backend {
 
@@ -81,7 +82,8 @@ class Backend {
 
   // The root directory's id: always valid, never forgotten.
   virtual NodeId root() const = 0;
-  virtual IoEngine& engine() = 0;
+  // What moves the data, for `fgds stat` ("io_uring", "inline").
+  virtual std::string EngineName() const = 0;
 
   // Namespace. Lookup and every call that returns an Entry add one to the
   // node's lookup count; Forget takes `count` away and drops the node at 0.
@@ -122,18 +124,24 @@ class Backend {
   // Flush runs at every close(2) of a descriptor of the file.
   virtual int Flush(File* file) = 0;
   virtual void Release(File* file) = 0;
-  // Data goes through engine() with the handle's fd (FileFd); these are the
-  // calls without a data buffer.
+  // File data (file_io.h). SubmitIo starts every request of `batch` and
+  // never blocks on I/O; each request completes exactly once, on a backend
+  // thread or inline (a request the backend refuses completes at once with
+  // -errno: -EINVAL for device memory the request cannot reach directly,
+  // -EXDEV for device memory routed to another storage device).
+  virtual void SubmitIo(std::span<const FileIoRequest> batch) = 0;
+  // RunIo moves one request in the calling thread and returns its result
+  // (request.completion is not used), with the path taken in *path. For
+  // callers that would only wait: a FUSE write's data lives until its
+  // reply, and a hop to an engine thread only adds two wakeups.
+  virtual int64_t RunIo(const FileIoRequest& request, IoPath* path) = 0;
+  // The calls without a data buffer.
   virtual int Fsync(File* file, bool datasync) = 0;
   virtual int Fallocate(File* file, int mode, off_t offset, off_t length) = 0;
   virtual ssize_t CopyFileRange(File* in, off_t in_offset, File* out,
                                 off_t out_offset, size_t len,
                                 unsigned flags) = 0;
   virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
-  virtual int FileFd(File* file) = 0;
-  // A descriptor of the same file opened with O_DIRECT for writes of whole
-  // aligned pages (from page-aligned memory), or -1 where there is none.
-  virtual int DirectWriteFd(File* file) { return -1; }
   // Clears set-user-ID, and set-group-ID where group-executable, as a write
   // by an unprivileged caller must (the kernel leaves it to us for direct
   // I/O, and our own writes run with privilege).
@@ -141,16 +149,17 @@ class Backend {
   // True when the kernel's cached pages of this file are still valid (the
   // file did not change outside the mount since the last open).
   virtual bool KeepCache(File* file) = 0;
+  // The node an open file belongs to (whose cached pages the mount drops
+  // after a usrbio write).
+  virtual NodeId NodeOf(File* file) = 0;
   // usrbio: opens the regular file whose inode number is `ino` (the st_ino
-  // this backend reported for it) with open(2) `flags` and returns the new
-  // descriptor, owned by the caller, or -errno (-ESTALE: no such inode is
-  // known). The caller has checked that a client holds the file open with
-  // this access mode, so no permission check happens here.
-  virtual int ReopenByIno(ino_t ino, int flags) { return -EOPNOTSUPP; }
-  // usrbio: the NodeId the kernel knows the file with inode number `ino` by,
-  // or 0 when none (the caller then cannot invalidate the mount's cached
-  // pages of it; a stale id only drops another file's cache, harmlessly).
-  virtual NodeId NodeByIno(ino_t ino) { return 0; }
+  // this backend reported for it) with open(2) `flags`; the handle is
+  // released with Release. -ESTALE: no such inode is known. The caller has
+  // checked that a client holds the file open with this access mode, so no
+  // permission check happens here.
+  virtual int OpenByIno(ino_t ino, int flags, File** out) {
+    return -EOPNOTSUPP;
+  }
 
   // Directories. ReadDir calls `emit` for entries from `offset` on until it
   // returns false (the entry was not taken) or the directory ends.

@@ -19,7 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "backend/local/local_backend.h"
+#include "backend/backend_factory.h"
 #include "common/errno_status.h"
 #include "common/log.h"
 #include "fusefs/filesystem.h"
@@ -174,30 +174,30 @@ absl::Status ServeMount(const DaemonOptions& options,
   umask(0);
   RaiseFileLimit();
 
-  backend::IoEngineOptions engine_options;
-  engine_options.workers = options.io_workers;
-  engine_options.use_io_uring = options.io_workers != 0;
-  engine_options.spin_us =
+  backend::BackendConfig backend_config;
+  backend_config.name = options.backend;
+  backend_config.data_dir = options.data_dir;
+  backend_config.engine.workers = options.io_workers;
+  backend_config.engine.use_io_uring = options.io_workers != 0;
+  backend_config.engine.spin_us =
       options.io_spin_us >= 0
           ? static_cast<unsigned>(options.io_spin_us)
           : (std::thread::hardware_concurrency() >= 8 ? 20u : 0u);
-  auto local = backend::LocalBackend::Create(options.data_dir, engine_options);
-  if (!local.ok()) {
-    ready(local.status());
-    return local.status();
+  std::string warning;
+  auto backend = backend::CreateBackend(backend_config, &warning);
+  if (!backend.ok()) {
+    ready(backend.status());
+    return backend.status();
   }
-  if (!(*local)->engine_fallback_reason().empty() && options.io_workers != 0) {
-    LogWarning("io_uring unavailable, using blocking I/O: %s",
-               (*local)->engine_fallback_reason());
-  }
-  std::string engine_name = (*local)->engine().name();
+  if (!warning.empty()) LogWarning("%s", warning);
+  std::string engine_name = (*backend)->EngineName();
   // What usrbio entries did, for /.fgds/stats. Declared before the sessions
   // and fs: the engine's last completions (after the sessions end, while fs
   // drains it) still count here.
   session::IoStats usrbio_stats;
   // usrbio sessions; started once the mount exists (they need its device).
   std::unique_ptr<session::SessionServer> sessions;
-  auto fs = std::make_unique<Filesystem>(options, *std::move(local));
+  auto fs = std::make_unique<Filesystem>(options, *std::move(backend));
   fs->stats_header = absl::StrCat("# fgds stats: data=", options.data_dir,
                                   " engine=", engine_name,
                                   options.writeback_cache ? " writeback" : "",

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "backend/inline_engine.h"
 #include "fusefs/control_dir.h"
 #include "fusefs/filesystem.h"
 
@@ -112,8 +111,8 @@ void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   });
 }
 
-// A read in flight: owns the reply buffer until the engine completes.
-class ReadOp : public backend::IoCompletion {
+// A read in flight: owns the reply buffer until the backend completes.
+class ReadOp : public backend::FileIoCompletion {
  public:
   ReadOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
       : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers.Get()) {}
@@ -169,84 +168,91 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     // buffer is that big.
     size = std::min(size, fs.read_buffers.buffer_size());
     auto* op = new ReadOp(req, fs, OpStats::Clock::now());
-    backend::IoRequest request{backend::IoOp::kRead,
-                               fs.backend->FileFd(FileOf(fi)),
-                               op->buffer(),
-                               size,
-                               static_cast<uint64_t>(off),
-                               op};
-    fs.backend->engine().Submit({&request, 1});
+    // An opener that asked for O_DIRECT gets it where the request allows
+    // (its reads then skip the backing file's page cache too); others read
+    // through the page cache, as the kernel's own cache of the mount
+    // expects to be filled.
+    const uint32_t flags =
+        (fi->flags & O_DIRECT) ? backend::kIoPreferDirect : 0;
+    backend::FileIoRequest request{
+        backend::FileOp::kRead,     FileOf(fi), nullptr, op->buffer(), size,
+        static_cast<uint64_t>(off), flags,      op};
+    fs.backend->SubmitIo({&request, 1});
   });
 }
 
-// Writes run in the FUSE thread with pwrite: the request's data lives only
-// until we reply, so the write is synchronous either way, and a trip
+// Writes run in the FUSE thread (Backend::RunIo): the request's data lives
+// only until we reply, so the write is synchronous either way, and a trip
 // through the io_uring threads only added two wakeups to its latency
 // (measured: 2.0 ms vs 1.1 ms per 1 MiB write). Splicing writes from
 // /dev/fuse straight into the file (FUSE_CAP_SPLICE_READ) measured slower
 // still (2.2 ms), so requests arrive in memory.
-// Writes whole aligned pages with O_DIRECT: the data then skips the
-// backing file's page cache, where it would be a second cached copy of what
-// the kernel already holds in the mount's cache (copying into that second
-// cache was 65% of the daemon's write time). Returns bytes, -errno, or 0 if
-// this write does not qualify (the caller then writes it buffered).
-ssize_t WriteWholePagesDirect(Filesystem& fs, backend::File* file,
-                              fuse_bufvec* in_buf, off_t off) {
+//
+// Whole aligned pages are offered to the backend from page-aligned memory
+// with kIoPreferDirect: the local backend then writes them O_DIRECT, so the
+// data skips the backing file's page cache, where it would be a second
+// cached copy of what the kernel already holds in the mount's cache
+// (copying into that second cache was 65% of the daemon's write time).
+// The request's data follows its header in libfuse's buffer, so it is
+// never page-aligned: such writes are staged in an aligned pool buffer.
+ssize_t WriteData(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
+                  off_t off) {
   constexpr size_t kPage = 4096;
   const size_t size = fuse_buf_size(in_buf);
-  const int fd = fs.backend->DirectWriteFd(file);
-  if (fd < 0 || size == 0 || size % kPage != 0 || off % kPage != 0 ||
-      size > fs.read_buffers.buffer_size()) {
-    return 0;
+  backend::FileIoRequest request{
+      backend::FileOp::kWrite,   file, nullptr, nullptr, size,
+      static_cast<uint64_t>(off)};
+  char* staged = nullptr;
+  const bool whole_pages = size > 0 && size % kPage == 0 && off % kPage == 0 &&
+                           size <= fs.read_buffers.buffer_size();
+  const bool in_memory = in_buf->count == 1 && in_buf->idx == 0 &&
+                         in_buf->off == 0 &&
+                         !(in_buf->buf[0].flags & FUSE_BUF_IS_FD);
+  if (whole_pages || !in_memory) {
+    if (size > fs.read_buffers.buffer_size()) return -EINVAL;
+    staged = fs.read_buffers.Get();
+    fuse_bufvec out = FUSE_BUFVEC_INIT(size);
+    out.buf[0].mem = staged;
+    ssize_t copied =
+        fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
+    if (copied != static_cast<ssize_t>(size)) {
+      fs.read_buffers.Put(staged);
+      return copied < 0 ? copied : -EIO;
+    }
+    request.buf = staged;
+    if (whole_pages) request.flags = backend::kIoPreferDirect;
+  } else {
+    request.buf = static_cast<char*>(in_buf->buf[0].mem);
   }
-  // The request's data follows its header in libfuse's buffer, so it is
-  // never page-aligned: stage it in an aligned pool buffer.
-  char* aligned = fs.read_buffers.Get();
-  fuse_bufvec staged = FUSE_BUFVEC_INIT(size);
-  staged.buf[0].mem = aligned;
-  ssize_t res =
-      fuse_buf_copy(&staged, in_buf, static_cast<fuse_buf_copy_flags>(0));
-  if (res == static_cast<ssize_t>(size)) {
-    backend::IoRequest request{
-        backend::IoOp::kWrite,      fd,     aligned, size,
-        static_cast<uint64_t>(off), nullptr};
-    res = backend::RunBlocking(request);
-    // A filesystem may refuse this alignment: fall back to buffered.
-    if (res == -EINVAL) res = 0;
-  }
-  fs.read_buffers.Put(aligned);
-  return res;
+  backend::IoPath path;
+  int64_t res = fs.backend->RunIo(request, &path);
+  if (staged != nullptr) fs.read_buffers.Put(staged);
+  return static_cast<ssize_t>(res);
 }
 
 void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
                 fuse_file_info* fi) {
-  Filesystem& fs = Fs(req);
-  OpTimer timer(fs.stats, Op::kWrite);
-  if (IsControlNode(ino)) {
-    timer.set_result(-EBADF);
-    fuse_reply_err(req, EBADF);
-    return;
-  }
-  ssize_t res = WriteWholePagesDirect(fs, FileOf(fi), in_buf, off);
-  if (res == 0) {
-    fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
-    out.buf[0].flags =
-        static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-    out.buf[0].fd = fs.backend->FileFd(FileOf(fi));
-    out.buf[0].pos = off;
-    res = fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
-  }
-  if (res > 0 && fs.options.direct_io && fuse_req_ctx(req)->uid != 0) {
-    // Cached writes have the kernel drop set-id bits (through setattr);
-    // direct I/O leaves it to the filesystem.
-    if (int err = fs.backend->DropSetId(FileOf(fi)); err != 0) res = err;
-  }
-  timer.set_result(res, /*add_bytes=*/true);
-  if (res < 0) {
-    fuse_reply_err(req, static_cast<int>(-res));
-    return;
-  }
-  fuse_reply_write(req, static_cast<size_t>(res));
+  Guarded(req, [&] {
+    Filesystem& fs = Fs(req);
+    OpTimer timer(fs.stats, Op::kWrite);
+    if (IsControlNode(ino)) {
+      timer.set_result(-EBADF);
+      fuse_reply_err(req, EBADF);
+      return;
+    }
+    ssize_t res = WriteData(fs, FileOf(fi), in_buf, off);
+    if (res > 0 && fs.options.direct_io && fuse_req_ctx(req)->uid != 0) {
+      // Cached writes have the kernel drop set-id bits (through setattr);
+      // direct I/O leaves it to the filesystem.
+      if (int err = fs.backend->DropSetId(FileOf(fi)); err != 0) res = err;
+    }
+    timer.set_result(res, /*add_bytes=*/true);
+    if (res < 0) {
+      fuse_reply_err(req, static_cast<int>(-res));
+      return;
+    }
+    fuse_reply_write(req, static_cast<size_t>(res));
+  });
 }
 
 void DoFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -9,8 +9,10 @@ namespace fgds::fusefs {
 const char* MountUsage() {
   return "usage: fgds mount [--data DIR] [-f|--foreground] [options] "
          "MOUNTPOINT\n"
-         "  --data DIR            backing directory (default "
-         "/var/lib/fgds/data)\n"
+         "  --backend NAME        what serves the namespace (default local: "
+         "a directory)\n"
+         "  --data DIR            backing directory of the local backend "
+         "(default /var/lib/fgds/data)\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
          "  --writeback-cache     let the kernel cache writes\n"
          "  --direct-io           bypass the kernel page cache for data\n"
@@ -61,6 +63,9 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       options.direct_io = true;
     } else if (arg == "--no-keep-cache") {
       options.keep_cache = false;
+    } else if (arg == "--backend") {
+      if (auto st = value(&v); !st.ok()) return st;
+      options.backend = std::string(v);
     } else if (arg == "--data") {
       if (auto st = value(&v); !st.ok()) return st;
       options.data_dir = std::string(v);

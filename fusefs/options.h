@@ -13,6 +13,8 @@
 namespace fgds::fusefs {
 
 struct DaemonOptions {
+  // Which backend serves the namespace (backend/backend_factory.h).
+  std::string backend = "local";
   // Where the files live: the embedded default backing store.
   std::string data_dir = "/var/lib/fgds/data";
   // Where the namespace is mounted (required argument).

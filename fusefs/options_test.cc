@@ -23,6 +23,16 @@ TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
   EXPECT_FALSE(options->foreground);
   EXPECT_TRUE(options->keep_cache);
   EXPECT_EQ(options->max_io, 1u << 20);
+  EXPECT_EQ(options->backend, "local");
+}
+
+TEST(OptionsTest, BackendIsChosenByName) {
+  auto options = Parse({"--backend", "local", "/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->backend, "local");
+  // Unknown names fail when the backend is created (backend_factory.h),
+  // with the list of known ones; a missing value fails here.
+  EXPECT_FALSE(Parse({"/mnt/fgds", "--backend"}).ok());
 }
 
 TEST(OptionsTest, AllFlags) {

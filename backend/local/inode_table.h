@@ -22,7 +22,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "backend/backend.h"
 #include "common/mutex.h"
 
@@ -75,12 +74,12 @@ class InodeTable {
 
   size_t size();
 
-  // Calls `fn` with the one known inode whose st_ino is `ino`, under the
-  // table's lock (so it cannot be forgotten meanwhile), and returns fn's
-  // result; -ESTALE if there is none, -EXDEV if several inodes on different
-  // devices share the number. O(inodes): for registrations, not data paths.
-  // Defined in local_reopen.cc.
-  int WithIno(ino_t ino, absl::FunctionRef<int(LocalInode&)> fn);
+  // Adds one lookup to the one known inode whose st_ino is `ino` and sets
+  // *node to it (the caller gives the lookup back with Forget); -ESTALE if
+  // there is none, -EXDEV if several inodes on different devices share the
+  // number. O(inodes): for registrations, not data paths. Defined in
+  // local_reopen.cc.
+  int AcquireByIno(ino_t ino, NodeId* node);
 
  private:
   using Key = std::pair<dev_t, ino_t>;

@@ -3,7 +3,8 @@
 // LocalBackend: a passthrough onto a backing directory. Every node is an
 // O_PATH descriptor (InodeTable) and every operation is the matching *at()
 // system call on it, so the backing filesystem does the real work and gives
-// the real errors. File data goes through the IoEngine (io_uring).
+// the real errors. File data goes through the IoEngine (io_uring), each
+// request O_DIRECT or through the page cache as io_policy.h decides.
 //
 // The daemon runs as root; calls that create objects take the caller's
 // credentials (ScopedCredentials). Permission checks for everything else are
@@ -33,7 +34,7 @@ class LocalBackend : public Backend {
   ~LocalBackend() override;
 
   NodeId root() const override { return kRootNode; }
-  IoEngine& engine() override { return *engine_; }
+  std::string EngineName() const override { return engine_->name(); }
   // Why io_uring is not in use, or empty.
   const std::string& engine_fallback_reason() const { return fallback_; }
   size_t node_count() { return inodes_.size(); }
@@ -75,12 +76,14 @@ class LocalBackend : public Backend {
   ssize_t CopyFileRange(File* in, off_t in_offset, File* out, off_t out_offset,
                         size_t len, unsigned flags) override;
   off_t Lseek(File* file, off_t offset, int whence) override;
-  int FileFd(File* file) override;
-  int DirectWriteFd(File* file) override;
   int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
-  int ReopenByIno(ino_t ino, int flags) override;  // local_reopen.cc
-  NodeId NodeByIno(ino_t ino) override;            // local_reopen.cc
+  NodeId NodeOf(File* file) override;
+  int OpenByIno(ino_t ino, int flags, File** out) override;  // local_reopen.cc
+
+  // local_io.cc
+  void SubmitIo(std::span<const FileIoRequest> batch) override;
+  int64_t RunIo(const FileIoRequest& request, IoPath* path) override;
 
   int OpenDir(NodeId node, Dir** out) override;
   int ReadDir(Dir* dir, off_t offset,

@@ -3,17 +3,63 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <semaphore>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
 namespace fgds::backend {
 namespace {
+
+class WaitingCompletion : public FileIoCompletion {
+ public:
+  void Complete(int64_t result) override {
+    result_ = result;
+    ++calls_;
+    done_.release();
+  }
+  int64_t Wait() {
+    done_.acquire();
+    return result_;
+  }
+  int calls() const { return calls_; }
+
+ private:
+  int64_t result_ = 0;
+  std::atomic<int> calls_{0};
+  std::binary_semaphore done_{0};
+};
+
+// One request through SubmitIo, waited for: bytes or -errno.
+int64_t Transfer(Backend& backend, FileOp op, File* file, void* buf,
+                 uint64_t len, uint64_t offset, uint32_t flags = 0,
+                 IoPath* path = nullptr) {
+  WaitingCompletion completion;
+  FileIoRequest request{op,  file,   nullptr, static_cast<char*>(buf),
+                        len, offset, flags,   &completion};
+  backend.SubmitIo({&request, 1});
+  int64_t result = completion.Wait();
+  if (path != nullptr) *path = completion.path();
+  return result;
+}
+
+// Page-aligned host memory, freed with the object.
+struct Aligned {
+  explicit Aligned(size_t size)
+      : data(static_cast<char*>(std::aligned_alloc(4096, size))) {}
+  ~Aligned() { std::free(data); }
+  char* const data;
+};
 
 class LocalBackendTest : public ::testing::Test {
  protected:
@@ -52,9 +98,7 @@ TEST_F(LocalBackendTest, CreateWriteLookupRead) {
   EXPECT_TRUE(S_ISREG(entry.attr.st_mode));
   EXPECT_EQ(entry.attr.st_mode & 07777, 0640u);
   char data[] = "payload";
-  EXPECT_EQ(SubmitAndWait(backend_->engine(), IoOp::kWrite,
-                          backend_->FileFd(file), data, 7, 0),
-            7);
+  EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, file, data, 7, 0), 7);
   backend_->Release(file);
 
   Entry again;
@@ -162,6 +206,104 @@ TEST_F(LocalBackendTest, KeepCacheOnlyWhenUnchangedOutsideMount) {
   ASSERT_EQ(backend_->Open(e.node, O_RDONLY, &file), 0);
   EXPECT_FALSE(backend_->KeepCache(file));
   backend_->Release(file);
+}
+
+// The kernel writes a FUSE file's dirty pages back through any writable
+// handle of it, partial pages included: a handle opened with O_DIRECT must
+// still take unaligned writes (its twin takes the aligned ones).
+TEST_F(LocalBackendTest, ODirectOpenerTakesUnalignedWrites) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR | O_DIRECT, &e,
+                             &file),
+            0);
+  char small[100];
+  memset(small, 'x', sizeof(small));
+  IoPath path = IoPath::kNone;
+  FileIoRequest request{FileOp::kWrite, file, nullptr,        small,
+                        sizeof(small),  0,    kIoPreferDirect};
+  EXPECT_EQ(backend_->RunIo(request, &path), 100);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, file, small, 100, 100,
+                     kIoPreferDirect, &path),
+            100);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  EXPECT_EQ(backend_->Fsync(file, false), 0);
+  Aligned page(4096);
+  memset(page.data, 'y', 4096);
+  const int64_t res = Transfer(*backend_, FileOp::kWrite, file, page.data, 4096,
+                               4096, kIoPreferDirect, &path);
+  EXPECT_EQ(res, 4096);
+  // The twin exists where the backing filesystem has O_DIRECT.
+  int probe = open(Path("f").c_str(), O_RDONLY | O_DIRECT);
+  if (probe >= 0) {
+    close(probe);
+    EXPECT_EQ(path, IoPath::kDirect);
+  } else {
+    EXPECT_EQ(path, IoPath::kPageCache);
+  }
+  backend_->Release(file);
+  struct stat st;
+  ASSERT_EQ(stat(Path("f").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 8192);
+}
+
+TEST_F(LocalBackendTest, SubmitIoCompletesEachRequestOnceWithItsPath) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &e, &file), 0);
+  Aligned data(8192);
+  memset(data.data, 'z', 8192);
+  ASSERT_EQ(Transfer(*backend_, FileOp::kWrite, file, data.data, 8192, 0),
+            8192);
+  // Device memory may only be reached O_DIRECT: an unaligned request on it
+  // is refused, and so is one for a file on another device than its route.
+  MemoryRegion device(data.data, 8192, MemoryRegion::Kind::kDevice,
+                      makedev(259, 77));
+  WaitingCompletion done[4];
+  std::vector<FileIoRequest> batch = {
+      {FileOp::kRead, file, nullptr, data.data, 100, 0, 0, &done[0]},
+      {FileOp::kRead, file, &device, data.data + 1, 100, 0, kIoPreferDirect,
+       &done[1]},
+      {FileOp::kRead, file, &device, data.data, 4096, 0, kIoPreferDirect,
+       &done[2]},
+      {FileOp::kFsync, file, nullptr, nullptr, 0, 0, 0, &done[3]},
+  };
+  backend_->SubmitIo(batch);
+  EXPECT_EQ(done[0].Wait(), 100);
+  EXPECT_EQ(done[0].path(), IoPath::kPageCache);
+  EXPECT_EQ(done[1].Wait(), -EINVAL);
+  // No twin (tmpfs): -EOPNOTSUPP; else the route check: -EXDEV.
+  const int64_t routed = done[2].Wait();
+  EXPECT_TRUE(routed == -EXDEV || routed == -EOPNOTSUPP) << routed;
+  EXPECT_EQ(done[3].Wait(), 0);
+  EXPECT_EQ(done[3].path(), IoPath::kNone);
+  for (auto& d : done) EXPECT_EQ(d.calls(), 1);
+  backend_->Release(file);
+}
+
+// A usrbio registration holds its own lookup: the kernel forgetting the
+// node must not free what the handle points to.
+TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &e, &file), 0);
+  backend_->Release(file);
+  File* registered = nullptr;
+  ASSERT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), 0);
+  EXPECT_EQ(backend_->NodeOf(registered), e.node);
+  backend_->Forget(e.node, 1);
+  EXPECT_EQ(backend_->node_count(), 1u);
+  char data[] = "still here";
+  EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, registered, data, 10, 0), 10);
+  backend_->Release(registered);
+  EXPECT_EQ(backend_->node_count(), 0u);
+  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), -ESTALE);
+  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino + 1000000, O_RDONLY, &registered),
+            -ESTALE);
 }
 
 }  // namespace

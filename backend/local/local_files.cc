@@ -7,37 +7,54 @@
 
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
+#include "backend/local/local_file.h"
+#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::backend {
 
-// An open file: a real descriptor of the backing file plus its node.
-class File {
- public:
-  File(int fd_in, LocalInode& inode_in, bool keep_cache_in)
-      : fd(fd_in),
-        direct_fd(OpenDirectTwin(fd_in)),
-        inode(inode_in),
-        keep_cache(keep_cache_in) {}
-  ~File() {
-    if (direct_fd >= 0) close(direct_fd);
-    close(fd);
-  }
-  const int fd;
-  // An O_DIRECT twin of fd for whole-page writes, or -1 (read-only or
-  // appending handles, or a filesystem without O_DIRECT).
-  const int direct_fd;
-  LocalInode& inode;
-  const bool keep_cache;
+namespace {
 
- private:
-  static int OpenDirectTwin(int fd) {
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY || (flags & O_APPEND)) {
-      return -1;
-    }
-    return open(ProcFdPath(fd).c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  }
-};
+// An O_DIRECT descriptor of the file `fd` is open on, with its access mode.
+int OpenDirectTwin(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  // An appending handle writes where the file ends, not where a request
+  // says: a twin would write elsewhere.
+  if (flags < 0 || (flags & O_APPEND)) return -1;
+  int twin = open(ProcFdPath(fd).c_str(),
+                  (flags & O_ACCMODE) | O_DIRECT | O_CLOEXEC | O_NOCTTY);
+  return twin >= 0 ? twin : -1;
+}
+
+}  // namespace
+
+File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
+           bool want_twin, bool holds_lookup_in)
+    : fd(fd_in),
+      direct_fd(want_twin ? OpenDirectTwin(fd_in) : -1),
+      inode(inode_in),
+      node(node_in),
+      keep_cache(keep_cache_in),
+      holds_lookup(holds_lookup_in),
+      storage_device(direct::StorageDevice(fd_in)) {}
+
+File::~File() {
+  if (direct_fd >= 0) close(direct_fd);
+  close(fd);
+}
+
+namespace {
+
+// Open flags for the handle's main descriptor, and whether it gets an
+// O_DIRECT twin: writable handles do (whole-page writes skip a second
+// cached copy of what the mount's cache holds), and so do openers that
+// asked for O_DIRECT (their aligned reads too). The main descriptor itself
+// is never O_DIRECT (local_file.h says why).
+int MainFlags(int flags, bool* want_twin) {
+  *want_twin = (flags & O_DIRECT) || (flags & O_ACCMODE) != O_RDONLY;
+  return flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_DIRECT);
+}
+
+}  // namespace
 
 bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
   struct stat st;
@@ -57,11 +74,11 @@ int LocalBackend::Open(NodeId node, int flags, File** out) {
   LocalInode& inode = inodes_.Get(node);
   // O_PATH descriptors cannot do I/O: reopen the inode through /proc. The
   // name in the backing directory may have changed; the inode has not.
-  flags &= ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW);
-  int fd = open(ProcFdPath(inode.fd).c_str(), flags);
+  bool twin;
+  int fd = open(ProcFdPath(inode.fd).c_str(), MainFlags(flags, &twin));
   if (fd < 0) return -errno;
   bool keep = RememberCacheState(inode, fd);
-  *out = new File(fd, inode, keep);
+  *out = new File(fd, inode, node, keep, twin, /*holds_lookup=*/false);
   return 0;
 }
 
@@ -69,11 +86,14 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
                          mode_t mode, int flags, Entry* entry, File** out) {
   LocalInode& dir = inodes_.Get(parent);
   int fd;
+  bool twin;
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    fd = openat(dir.fd, name, (flags | O_CREAT) & ~(O_NOCTTY | O_NOFOLLOW),
-                mode);
+    // As MainFlags, but O_EXCL stays: it is the creator's question.
+    MainFlags(flags, &twin);
+    fd = openat(dir.fd, name,
+                (flags | O_CREAT) & ~(O_NOCTTY | O_NOFOLLOW | O_DIRECT), mode);
     if (fd < 0) return -errno;
   }
   // Pin the inode we created, not whatever the name points to by now.
@@ -87,7 +107,8 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   entry->node = inodes_.Insert(path_fd, entry->attr);
   LocalInode& inode = inodes_.Get(entry->node);
   RememberCacheState(inode, fd);
-  *out = new File(fd, inode, false);
+  *out = new File(fd, inode, entry->node, false, twin,
+                  /*holds_lookup=*/false);
   return 0;
 }
 
@@ -101,9 +122,13 @@ int LocalBackend::Flush(File* file) {
 
 void LocalBackend::Release(File* file) {
   // Our own writes changed mtime and size; record them so the next open
-  // keeps the kernel's (coherent) cache.
-  RememberCacheState(file->inode, file->fd);
+  // keeps the kernel's (coherent) cache. Not for usrbio handles: their
+  // writes went past the mount, whose cache the next open must drop.
+  if (!file->holds_lookup) RememberCacheState(file->inode, file->fd);
+  const bool forget = file->holds_lookup;
+  const NodeId node = file->node;
   delete file;
+  if (forget) inodes_.Forget(node, 1);
 }
 
 int LocalBackend::Fsync(File* file, bool datasync) {
@@ -129,10 +154,6 @@ off_t LocalBackend::Lseek(File* file, off_t offset, int whence) {
   return res >= 0 ? res : -errno;
 }
 
-int LocalBackend::FileFd(File* file) { return file->fd; }
-
-int LocalBackend::DirectWriteFd(File* file) { return file->direct_fd; }
-
 int LocalBackend::DropSetId(File* file) {
   struct stat st;
   if (fstat(file->fd, &st) != 0) return -errno;
@@ -144,5 +165,7 @@ int LocalBackend::DropSetId(File* file) {
 }
 
 bool LocalBackend::KeepCache(File* file) { return file->keep_cache; }
+
+NodeId LocalBackend::NodeOf(File* file) { return file->node; }
 
 }  // namespace fgds::backend

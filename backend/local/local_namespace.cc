@@ -10,6 +10,7 @@
 #include "backend/inline_engine.h"
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
+#include "backend/local/local_file.h"
 #include "common/errno_status.h"
 
 namespace fgds::backend {
@@ -39,7 +40,11 @@ LocalBackend::LocalBackend(int root_fd, const struct stat& root_stat,
       engine_(std::move(engine)),
       fallback_(std::move(fallback)) {}
 
-LocalBackend::~LocalBackend() = default;
+LocalBackend::~LocalBackend() {
+  // Drain first, while the backend is whole: the last completions of
+  // usrbio I/O release the registered files' handles (Release, Forget).
+  engine_.reset();
+}
 
 int LocalBackend::LookupEntry(LocalInode& parent, const char* name,
                               Entry* out) {
@@ -78,7 +83,7 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
   const unsigned valid = request.valid;
   const struct stat& attr = request.attr;
   const std::string path = ProcFdPath(inode.fd);
-  int file_fd = request.file != nullptr ? FileFd(request.file) : -1;
+  int file_fd = request.file != nullptr ? request.file->fd : -1;
 
   if (valid & kSetMode) {
     if (inode.type == S_IFLNK) return -EOPNOTSUPP;

@@ -48,12 +48,11 @@ std::shared_ptr<SharedMemory> SharedMemory::Adopt(char* base, uint64_t size,
 }
 
 SharedMemory::~SharedMemory() {
-  if (owned_) munmap(base_, size_);
+  if (owned_) munmap(base(), size());
 }
 
 RegisteredFile::~RegisteredFile() {
-  if (fd >= 0) close(fd);
-  if (direct_fd >= 0) close(direct_fd);
+  if (backend != nullptr && file != nullptr) backend->Release(file);
 }
 
 int64_t Registry::AddIov(std::shared_ptr<SharedMemory> iov) {

@@ -1,7 +1,7 @@
 // File: fusefs/session/registry.h
 //
 // What one usrbio session registered: iovs (shared memory the daemon maps)
-// and files (backing descriptors reopened from the client's fds), by id.
+// and files (backend handles opened for the client's fds), by id.
 //
 // Ids are per session and never reused within it, so an entry cannot reach
 // another session's objects, nor a later object that took a freed id. An
@@ -23,13 +23,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "backend/backend.h"
+#include "backend/file_io.h"
 #include "common/mutex.h"
 
 namespace fgds::session {
 
 // A MAP_SHARED mapping of a client's memfd, unmapped on destruction; or
-// (Adopt) GPU memory mapped through the fgds kernel module.
-class SharedMemory {
+// (Adopt) GPU memory mapped through the fgds kernel module. Either way a
+// backend::MemoryRegion, which is how requests name it to the backend.
+class SharedMemory : public backend::MemoryRegion {
  public:
   // Maps `size` bytes of `fd` (not taken over) read-write. The fd must be a
   // memfd sealed against shrinking (F_SEAL_SHRINK) of at least `size`
@@ -41,65 +44,51 @@ class SharedMemory {
   static std::shared_ptr<SharedMemory> Borrow(void* base, uint64_t size);
   // Adopt wraps `size` bytes at `base` that `keeper` keeps mapped (a GPU
   // iov's module mapping, gpu_iov.h), released with the last reference.
-  // The result is direct_only, for files on block device `storage_dev`
-  // (the one the module checked the P2P route to; 0: any, in tests).
+  // The result is device memory (Kind::kDevice), for files on block device
+  // `storage_dev` (the one the module checked the P2P route to; 0: any, in
+  // tests).
   static std::shared_ptr<SharedMemory> Adopt(char* base, uint64_t size,
                                              std::shared_ptr<void> keeper,
                                              dev_t storage_dev = 0);
-  ~SharedMemory();
-  SharedMemory(const SharedMemory&) = delete;
-  SharedMemory& operator=(const SharedMemory&) = delete;
+  ~SharedMemory() override;
 
-  char* base() const { return base_; }
-  uint64_t size() const { return size_; }
-  // GPU memory: only O_DIRECT I/O may reach it (sqe_check.h). The CPU
-  // copying through the page cache would read or write the GPU's BAR one
-  // PCIe transaction at a time, if the platform allows it at all.
-  bool direct_only() const { return keeper_ != nullptr; }
-  // direct_only: the device whose route to the GPU was checked; I/O with
-  // files elsewhere must not target this memory. 0: not checked.
-  dev_t storage_dev() const { return storage_dev_; }
+  // GPU memory: only O_DIRECT I/O may reach it (backend/local/io_policy.h).
+  bool direct_only() const { return kind() == Kind::kDevice; }
 
  private:
   SharedMemory(char* base, uint64_t size, bool owned,
                std::shared_ptr<void> keeper = nullptr, dev_t storage_dev = 0)
-      : base_(base),
-        size_(size),
+      : MemoryRegion(base, size, keeper ? Kind::kDevice : Kind::kHost,
+                     storage_dev),
         owned_(owned),
-        keeper_(std::move(keeper)),
-        storage_dev_(storage_dev) {}
-  char* const base_;
-  const uint64_t size_;
-  const bool owned_;  // base_ is our mmap of a memfd: munmap it
-  const std::shared_ptr<void> keeper_;  // owns base_ when set
-  const dev_t storage_dev_;
+        keeper_(std::move(keeper)) {}
+  const bool owned_;  // base() is our mmap of a memfd: munmap it
+  const std::shared_ptr<void> keeper_;  // owns base() when set
 };
 
-// A registered file: descriptors of the backing file, owned.
+// A registered file: a backend handle of the file, released with the last
+// reference (the registry's, or an I/O's still in flight).
 struct RegisteredFile {
-  RegisteredFile(int fd_in, int direct_fd_in, bool readable_in,
-                 bool writable_in, uint64_t node_in = 0,
-                 dev_t storage_dev_in = 0)
-      : fd(fd_in),
-        direct_fd(direct_fd_in),
+  // `backend` may be null (tests that never do I/O): `file` is then not
+  // released.
+  RegisteredFile(backend::Backend* backend_in, backend::File* file_in,
+                 bool readable_in, bool writable_in, uint64_t node_in = 0)
+      : backend(backend_in),
+        file(file_in),
         readable(readable_in),
         writable(writable_in),
-        node(node_in),
-        storage_dev(storage_dev_in) {}
+        node(node_in) {}
   ~RegisteredFile();
   RegisteredFile(const RegisteredFile&) = delete;
   RegisteredFile& operator=(const RegisteredFile&) = delete;
 
-  const int fd;         // buffered
-  const int direct_fd;  // O_DIRECT, or -1 where the backing fs refuses it
+  backend::Backend* const backend;
+  backend::File* const file;
   const bool readable;
   const bool writable;
-  // The mount's node id of the file (backend::Backend::NodeByIno), whose
+  // The mount's node id of the file (backend::Backend::NodeOf), whose
   // cached pages usrbio writes invalidate; 0 = unknown.
   const uint64_t node;
-  // The block device its data lives on (direct::StorageDevice), learnt at
-  // registration for the direct_only iovs' route check; 0 = unknown.
-  const dev_t storage_dev;
 };
 
 struct RegistryLimits {

@@ -62,12 +62,12 @@ TEST(RegistryTest, LimitsAndIds) {
   EXPECT_EQ(registry.AddIov(SharedMemory::Borrow(buf, sizeof(buf))), -ENOSPC);
   EXPECT_EQ(registry.RemoveIov(0), 0);
   EXPECT_EQ(registry.AddIov(SharedMemory::Borrow(buf, sizeof(buf))), 2);
-  EXPECT_EQ(
-      registry.AddFile(std::make_shared<RegisteredFile>(-1, -1, true, false)),
-      0);
-  EXPECT_EQ(
-      registry.AddFile(std::make_shared<RegisteredFile>(-1, -1, true, false)),
-      -ENOSPC);
+  EXPECT_EQ(registry.AddFile(std::make_shared<RegisteredFile>(nullptr, nullptr,
+                                                              true, false)),
+            0);
+  EXPECT_EQ(registry.AddFile(std::make_shared<RegisteredFile>(nullptr, nullptr,
+                                                              true, false)),
+            -ENOSPC);
   EXPECT_EQ(registry.RemoveFile(5), -ENOENT);
 }
 

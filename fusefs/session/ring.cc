@@ -37,7 +37,8 @@ void Drain(int efd) {
   (void)!read(efd, &count, sizeof(count));
 }
 
-// Which row of IoStats a checked entry's completion counts in. REQUIRES:
+// Which row of IoStats a checked entry's completion counts in, but for the
+// file side, which only the backend's choice tells (FileSideOf). REQUIRES:
 // the registry lock (io's references are the registry's entries).
 IoStats::Kind KindOf(const fgds_sqe& sqe, const CheckedIo& io) {
   IoStats::Kind kind;
@@ -51,17 +52,33 @@ IoStats::Kind KindOf(const fgds_sqe& sqe, const CheckedIo& io) {
   } else if (sqe.tag == FGDS_SQE_TAG_GPU_STAGING) {
     kind.memory = IoStats::Memory::kGpuBounce;
   }
-  kind.file_side = io.path == FGDS_PATH_DIRECT ? IoStats::FileSide::kODirect
-                                               : IoStats::FileSide::kPageCache;
   return kind;
 }
 
-// The engine requests of one Dispatch, in one allocation: one reference to
+IoStats::FileSide FileSideOf(backend::IoPath path) {
+  return path == backend::IoPath::kDirect ? IoStats::FileSide::kODirect
+                                          : IoStats::FileSide::kPageCache;
+}
+
+// The completion's path field, in the ring ABI's terms.
+uint32_t RingPath(backend::IoPath path) {
+  switch (path) {
+    case backend::IoPath::kDirect:
+      return FGDS_PATH_DIRECT;
+    case backend::IoPath::kPageCache:
+      return FGDS_PATH_PAGE_CACHE;
+    case backend::IoPath::kNone:
+      break;
+  }
+  return FGDS_PATH_NONE;
+}
+
+// The backend requests of one Dispatch, in one allocation: one reference to
 // the ring and to each iov and file the entries use (not one per entry),
 // deleted by the last completion.
 class RingBatch {
  public:
-  class Op : public backend::IoCompletion {
+  class Op : public backend::FileIoCompletion {
    public:
     void Complete(int64_t result) override {
       CacheInvalidator* invalidator = batch->ring_->invalidator();
@@ -78,8 +95,11 @@ class RingBatch {
     void Finish(int64_t result) {
       // Counted before the completion is visible: whoever sees it then
       // sees it counted too.
-      if (IoStats* stats = batch->ring_->stats()) stats->Record(kind, result);
-      batch->ring_->Post(userdata, tag, result, path);
+      if (IoStats* stats = batch->ring_->stats()) {
+        kind.file_side = FileSideOf(path());
+        stats->Record(kind, result);
+      }
+      batch->ring_->Post(userdata, tag, result, RingPath(path()));
       batch->OpDone();
     }
     RingBatch* batch = nullptr;
@@ -87,7 +107,6 @@ class RingBatch {
     uint64_t offset = 0;
     uint64_t write_node = 0;  // a write's file's node id, else 0
     uint32_t tag = 0;
-    uint32_t path = FGDS_PATH_NONE;
     IoStats::Kind kind;
   };
 
@@ -101,19 +120,20 @@ class RingBatch {
     op.batch = this;
     op.userdata = sqe.userdata;
     op.tag = sqe.tag;
-    op.path = io.path;
     op.offset = io.offset;
-    op.write_node = io.write ? (*io.file)->node : 0;
+    op.write_node = io.write ? (*io.registered)->node : 0;
     op.kind = KindOf(sqe, io);
     // Consecutive entries mostly share their iov and file: keep each once
     // per run (a repeat later in the batch only costs a copy).
     if (io.iov != nullptr && (iovs_.empty() || iovs_.back() != *io.iov)) {
       iovs_.push_back(*io.iov);
     }
-    if (files_.empty() || files_.back() != *io.file) files_.push_back(*io.file);
+    if (files_.empty() || files_.back() != *io.registered) {
+      files_.push_back(*io.registered);
+    }
     return &op;
   }
-  // Called once all Adds are done, before the engine sees any request.
+  // Called once all Adds are done, before the backend sees any request.
   void Arm() { remaining_.store(used_, std::memory_order_relaxed); }
 
  private:
@@ -139,7 +159,7 @@ class RingBatch {
 
 int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                  int complete_efd, const fgds_msg_ior_register& params,
-                 std::shared_ptr<Registry> registry, backend::IoEngine* engine,
+                 std::shared_ptr<Registry> registry, backend::Backend* backend,
                  CacheInvalidator* invalidator, IoStats* stats,
                  std::shared_ptr<Ring>* out) {
   int wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -177,15 +197,15 @@ int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
     }
   }
   out->reset(new Ring(std::move(memory), layout, submit_efd, complete_efd,
-                      wake_efd, exited_efd, params, std::move(registry), engine,
-                      invalidator, stats));
+                      wake_efd, exited_efd, params, std::move(registry),
+                      backend, invalidator, stats));
   return 0;
 }
 
 Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
            int submit_efd, int complete_efd, int wake_efd, int exited_efd,
            const fgds_msg_ior_register& params,
-           std::shared_ptr<Registry> registry, backend::IoEngine* engine,
+           std::shared_ptr<Registry> registry, backend::Backend* backend,
            CacheInvalidator* invalidator, IoStats* stats)
     : memory_(std::move(memory)),
       header_(reinterpret_cast<fgds_ring_header*>(memory_->base())),
@@ -204,7 +224,7 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       spin_ns_(uint64_t{std::min(params.spin_us, 1000000u)} * 1000),
       priority_(params.priority),
       registry_(std::move(registry)),
-      engine_(engine),
+      backend_(backend),
       invalidator_(invalidator),
       stats_(stats) {
   // Start from wherever the client's indexes are (zero for a fresh ring).
@@ -355,13 +375,15 @@ void Ring::Dispatch(uint32_t count) {
         failed_.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
-      backend::IoOp op =
-          io.write ? backend::IoOp::kWrite : backend::IoOp::kRead;
+      backend::FileOp op =
+          io.write ? backend::FileOp::kWrite : backend::FileOp::kRead;
       if (io.sync) {
-        op = io.datasync ? backend::IoOp::kFdatasync : backend::IoOp::kFsync;
+        op =
+            io.datasync ? backend::FileOp::kFdatasync : backend::FileOp::kFsync;
       }
-      requests_.push_back(backend::IoRequest{op, io.fd, io.buf, io.len,
-                                             io.offset, batch->Add(sqe, io)});
+      requests_.push_back(backend::FileIoRequest{op, io.file, io.region, io.buf,
+                                                 io.len, io.offset, io.flags,
+                                                 batch->Add(sqe, io)});
     }
   }
   for (const Failed& f : failed_) {
@@ -373,10 +395,10 @@ void Ring::Dispatch(uint32_t count) {
     return;
   }
   batch->Arm();
-  // Counted before the engine can complete any of them.
+  // Counted before the backend can complete any of them.
   inflight_.fetch_add(static_cast<uint32_t>(requests_.size()),
                       std::memory_order_relaxed);
-  engine_->Submit(requests_);
+  backend_->SubmitIo(requests_);
 }
 
 void Ring::WorkerLoop() {

@@ -2,7 +2,8 @@
 //
 // Ring: the daemon's side of one ior. A worker thread consumes the
 // submission queue, validates each entry (sqe_check.h), hands the valid ones
-// to the backend's IoEngine as one batch and posts a completion per entry.
+// to the backend as one batch (Backend::SubmitIo) and posts a completion per
+// entry, with the path the backend took.
 //
 // Batching: the worker starts I/O once io_depth entries wait, or once the
 // oldest has waited timeout_us; it never waits for more entries without a
@@ -32,7 +33,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "backend/io_engine.h"
+#include "backend/backend.h"
 #include "common/mutex.h"
 #include "common/spin_lock.h"
 #include "fgds/usrbio_ring.h"
@@ -52,7 +53,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   static int Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                     int complete_efd, const fgds_msg_ior_register& params,
                     std::shared_ptr<Registry> registry,
-                    backend::IoEngine* engine, CacheInvalidator* invalidator,
+                    backend::Backend* backend, CacheInvalidator* invalidator,
                     IoStats* stats, std::shared_ptr<Ring>* out);
   ~Ring();
   Ring(const Ring&) = delete;
@@ -75,7 +76,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
        int submit_efd, int complete_efd, int wake_efd, int exited_efd,
        const fgds_msg_ior_register& params, std::shared_ptr<Registry> registry,
-       backend::IoEngine* engine, CacheInvalidator* invalidator,
+       backend::Backend* backend, CacheInvalidator* invalidator,
        IoStats* stats);
 
   void WorkerLoop();
@@ -106,7 +107,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const uint64_t spin_ns_;
   const int32_t priority_;
   const std::shared_ptr<Registry> registry_;
-  backend::IoEngine* const engine_;
+  backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null
   IoStats* const stats_;                 // may be null
 
@@ -118,7 +119,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
     int err;
   };
   std::vector<fgds_sqe> sqe_copies_;
-  std::vector<backend::IoRequest> requests_;
+  std::vector<backend::FileIoRequest> requests_;
   std::vector<Failed> failed_;
   fgds::SpinLock cq_mu_;  // orders posts from many engine threads
   uint32_t cq_tail_ ABSL_GUARDED_BY(cq_mu_) = 0;

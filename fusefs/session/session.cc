@@ -10,7 +10,6 @@
 
 #include "common/log.h"
 #include "fusefs/session/gpu_iov.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 namespace {
@@ -249,8 +248,8 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
   }
   std::shared_ptr<Ring> ring;
   ret = Ring::Create(std::move(memory), fds[1], fds[2], msg, registry_,
-                     &context_.backend->engine(), context_.invalidator,
-                     context_.io_stats, &ring);
+                     context_.backend, context_.invalidator, context_.io_stats,
+                     &ring);
   if (ret != 0) return ret;
   ring->Start();
   *id = next_ring_++;
@@ -280,13 +279,12 @@ int Session::RegisterFile(int fd, uint32_t* id) {
   if (mode < 0) return mode;
   if (st.st_dev != context_.mount_dev) return -EBADF;
   if (!S_ISREG(st.st_mode)) return -EINVAL;
-  int buffered = context_.backend->ReopenByIno(st.st_ino, mode);
-  if (buffered < 0) return buffered == -ESTALE ? -EBADF : buffered;
-  // O_DIRECT where the backing filesystem supports it (tmpfs does not).
-  int direct = context_.backend->ReopenByIno(st.st_ino, mode | O_DIRECT);
+  backend::File* handle = nullptr;
+  int ret = context_.backend->OpenByIno(st.st_ino, mode, &handle);
+  if (ret != 0) return ret == -ESTALE ? -EBADF : ret;
   auto file = std::make_shared<RegisteredFile>(
-      buffered, direct >= 0 ? direct : -1, readable, writable,
-      context_.backend->NodeByIno(st.st_ino), direct::StorageDevice(buffered));
+      context_.backend, handle, readable, writable,
+      context_.backend->NodeOf(handle));
   int64_t added = registry_->AddFile(std::move(file));
   if (added < 0) return static_cast<int>(added);
   *id = static_cast<uint32_t>(added);

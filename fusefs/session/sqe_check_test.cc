@@ -2,6 +2,7 @@
 #include "fusefs/session/sqe_check.h"
 
 #include <fcntl.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +12,6 @@
 
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 namespace {
@@ -27,24 +27,24 @@ void MakeSync(fgds_sqe& s) {
   s.len = 0;
 }
 
+// Stand-ins for backend handles: CheckSqe never dereferences them, and a
+// RegisteredFile without a backend releases nothing.
+backend::File* FakeFile(uintptr_t n) {
+  return reinterpret_cast<backend::File*>(n * 64);
+}
+
 class SqeCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
     mem_ = aligned_alloc(4096, kIovSize);
     iov_id_ = static_cast<uint32_t>(
         registry_.AddIov(SharedMemory::Borrow(mem_, kIovSize)));
-    // Descriptors -1: CheckSqe never touches them, only picks one.
     ro_ = static_cast<uint32_t>(registry_.AddFile(
-        std::make_shared<RegisteredFile>(-1, -1, true, false)));
+        std::make_shared<RegisteredFile>(nullptr, FakeFile(1), true, false)));
     wo_ = static_cast<uint32_t>(registry_.AddFile(
-        std::make_shared<RegisteredFile>(-1, -1, false, true)));
-    // Real descriptors (RegisteredFile closes them): /dev/null twice.
-    buffered_fd_ = open("/dev/null", O_RDWR | O_CLOEXEC);
-    direct_fd_ = open("/dev/null", O_RDWR | O_CLOEXEC);
-    rw_ = static_cast<uint32_t>(
-        registry_.AddFile(std::make_shared<RegisteredFile>(
-            buffered_fd_, direct_fd_, true, true, /*node_in=*/0,
-            direct::StorageDevice(direct_fd_))));
+        std::make_shared<RegisteredFile>(nullptr, FakeFile(2), false, true)));
+    rw_ = static_cast<uint32_t>(registry_.AddFile(
+        std::make_shared<RegisteredFile>(nullptr, FakeFile(3), true, true)));
   }
   void TearDown() override {
     registry_.Clear();
@@ -69,7 +69,6 @@ class SqeCheckTest : public ::testing::Test {
   Registry registry_;
   void* mem_ = nullptr;
   uint32_t iov_id_ = 0, ro_ = 0, wo_ = 0, rw_ = 0;
-  int buffered_fd_ = -1, direct_fd_ = -1;
 };
 
 TEST_F(SqeCheckTest, EveryRuleRejectsItsCase) {
@@ -178,156 +177,53 @@ TEST_F(SqeCheckTest, UnregisteredIovAndFileAreRejected) {
   EXPECT_EQ(Check(sqe), -EBADF);
 }
 
-TEST_F(SqeCheckTest, AlignedEntriesGoDirectOthersBuffered) {
+// How the bytes move is the backend's choice (backend/local/io_policy.h):
+// the check only resolves the entry and passes the client's preference.
+TEST_F(SqeCheckTest, ResolvesTheRequestAndThePathPreference) {
   CheckedIo io;
   fgds_sqe sqe = Valid();
   sqe.iov_offset = 8192;
   sqe.file_offset = 4096;
   ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-  EXPECT_EQ(io.fd, direct_fd_);
+  EXPECT_FALSE(io.write);
+  EXPECT_EQ(io.file, FakeFile(3));
   EXPECT_EQ(io.buf, static_cast<char*>(mem_) + 8192);
-  EXPECT_TRUE(io.iov != nullptr && io.file != nullptr);  // kept alive
+  EXPECT_EQ(io.len, 4096u);
+  EXPECT_EQ(io.offset, 4096u);
+  EXPECT_EQ(io.flags, backend::kIoPreferDirect);
+  ASSERT_TRUE(io.iov != nullptr && io.registered != nullptr);  // kept alive
+  EXPECT_EQ(io.region, io.iov->get());
+  EXPECT_EQ(io.region->kind(), backend::MemoryRegion::Kind::kHost);
 
-  struct Case {
-    const char* name;
-    uint64_t iov_offset, file_offset, len;
-    uint8_t flags;
-    uint32_t ring_flags;
-  } buffered[] = {
-      {"unaligned buffer", 100, 4096, 4096, 0, 0},
-      {"unaligned offset", 4096, 100, 4096, 0, 0},
-      {"unaligned length", 4096, 4096, 100, 0, 0},
-      {"entry asks for the page cache", 4096, 4096, 4096, FGDS_SQE_BUFFERED, 0},
-      {"ring asks for the page cache", 4096, 4096, 4096, 0, FGDS_IOR_BUFFERED},
-  };
-  for (const Case& c : buffered) {
-    sqe = Valid();
-    sqe.iov_offset = c.iov_offset;
-    sqe.file_offset = c.file_offset;
-    sqe.len = c.len;
-    sqe.flags = c.flags;
-    ASSERT_EQ(Check(sqe, c.ring_flags, &io), 0) << c.name;
-    EXPECT_EQ(io.path, FGDS_PATH_PAGE_CACHE) << c.name;
-    EXPECT_EQ(io.fd, buffered_fd_) << c.name;
-  }
+  sqe.flags = FGDS_SQE_BUFFERED;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.flags, 0u);
+  sqe.flags = 0;
+  ASSERT_EQ(Check(sqe, FGDS_IOR_BUFFERED, &io), 0);
+  EXPECT_EQ(io.flags, 0u);
+
+  sqe = Valid();
+  MakeSync(sqe);
+  sqe.flags = FGDS_SQE_DATASYNC;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_TRUE(io.sync && io.datasync);
+  EXPECT_EQ(io.file, FakeFile(3));
 }
 
-TEST_F(SqeCheckTest, NoDirectDescriptorMeansPageCache) {
-  CheckedIo io;
-  fgds_sqe sqe = Valid();
-  sqe.fd_id = ro_;  // registered without an O_DIRECT descriptor
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_PAGE_CACHE);
-}
-
-TEST_F(SqeCheckTest, LargeReadOfCachedPagesUsesThePageCache) {
-  // A file whose pages were just written is in the page cache: a large
-  // aligned read of it is served from there, a small one stays O_DIRECT
-  // (the question costs a syscall), and writes are never diverted.
-  char path[] = "/tmp/fgds-sqe-cache-XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  unlink(path);
-  std::vector<char> data(kCachedReadCheckMin * 2, 'x');
-  ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0),
-            static_cast<ssize_t>(data.size()));
-  const int direct = open("/dev/null", O_RDWR | O_CLOEXEC);
-  const uint32_t id = static_cast<uint32_t>(registry_.AddFile(
-      std::make_shared<RegisteredFile>(fd, direct, true, true)));
-  CheckedIo io;
-  fgds_sqe sqe = Valid();
-  sqe.fd_id = id;
-  sqe.len = kCachedReadCheckMin;
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_PAGE_CACHE);
-  EXPECT_EQ(io.fd, fd);
-
-  sqe.len = kCachedReadCheckMin - 4096;
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-
-  sqe.len = kCachedReadCheckMin;
-  sqe.opcode = FGDS_OP_WRITE;
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-
-  // Past the end of the file nothing is cached: O_DIRECT (it reads 0).
-  sqe.opcode = FGDS_OP_READ;
-  sqe.file_offset = kCachedReadCheckMin * 4;
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-
-  // GPU memory (a direct_only iov) never takes the page cache: the CPU
-  // would copy into GPU memory.
-  auto keeper = std::make_shared<int>(0);
-  sqe.iov_id = static_cast<uint32_t>(registry_.AddIov(
-      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper)));
-  sqe.file_offset = 0;
-  ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-}
-
-TEST_F(SqeCheckTest, GpuIovsTakeOnlyDirectEntries) {
+TEST_F(SqeCheckTest, GpuIovsAreDeviceRegions) {
   // A direct_only iov (GPU memory mapped through the module): host memory
   // here, kept by a keeper as the module mapping would be.
   auto keeper = std::make_shared<int>(0);
-  const uint32_t gpu = static_cast<uint32_t>(registry_.AddIov(
-      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper)));
+  const uint32_t gpu =
+      static_cast<uint32_t>(registry_.AddIov(SharedMemory::Adopt(
+          static_cast<char*>(mem_), kIovSize, keeper, makedev(259, 1))));
   CheckedIo io;
   fgds_sqe sqe = Valid();
   sqe.iov_id = gpu;
-  sqe.iov_offset = 8192;
-  sqe.file_offset = 4096;
+  sqe.iov_offset = 100;  // unaligned: the backend refuses it, not the check
   ASSERT_EQ(Check(sqe, 0, &io), 0);
-  EXPECT_EQ(io.path, FGDS_PATH_DIRECT);
-  EXPECT_EQ(io.fd, direct_fd_);
-  EXPECT_EQ(io.buf, static_cast<char*>(mem_) + 8192);
-
-  struct Case {
-    const char* name;
-    uint64_t iov_offset, file_offset, len;
-    uint8_t flags;
-    uint32_t ring_flags;
-    int error;
-  } refused[] = {
-      {"unaligned buffer", 100, 4096, 4096, 0, 0, -EINVAL},
-      {"unaligned offset", 4096, 100, 4096, 0, 0, -EINVAL},
-      {"unaligned length", 4096, 4096, 100, 0, 0, -EINVAL},
-      {"entry asks for the page cache", 4096, 4096, 4096, FGDS_SQE_BUFFERED, 0,
-       -EINVAL},
-      {"ring asks for the page cache", 4096, 4096, 4096, 0, FGDS_IOR_BUFFERED,
-       -EINVAL},
-  };
-  for (const Case& c : refused) {
-    sqe = Valid();
-    sqe.iov_id = gpu;
-    sqe.iov_offset = c.iov_offset;
-    sqe.file_offset = c.file_offset;
-    sqe.len = c.len;
-    sqe.flags = c.flags;
-    EXPECT_EQ(Check(sqe, c.ring_flags, &io), c.error) << c.name;
-  }
-  sqe = Valid();
-  sqe.iov_id = gpu;
-  sqe.fd_id = ro_;  // no O_DIRECT descriptor: the page cache is no option
-  EXPECT_EQ(Check(sqe, 0, &io), -EOPNOTSUPP);
-
-  // Mapped for one storage device: files on it pass, others get -EXDEV
-  // (the module checked the P2P route to that device only).
-  const uint32_t same = static_cast<uint32_t>(registry_.AddIov(
-      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
-                          direct::StorageDevice(direct_fd_))));
-  const uint32_t other = static_cast<uint32_t>(registry_.AddIov(
-      SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
-                          direct::StorageDevice(direct_fd_) + 1)));
-  sqe = Valid();
-  sqe.iov_id = same;
-  EXPECT_EQ(Check(sqe, 0, &io), 0);
-  sqe.iov_id = other;
-  EXPECT_EQ(Check(sqe, 0, &io), -EXDEV);
-  ASSERT_EQ(registry_.RemoveIov(same), 0);
-  ASSERT_EQ(registry_.RemoveIov(other), 0);
+  EXPECT_EQ(io.region->kind(), backend::MemoryRegion::Kind::kDevice);
+  EXPECT_EQ(io.region->route_device(), makedev(259, 1));
   // The registry's reference keeps the keeper alive until removal.
   EXPECT_EQ(keeper.use_count(), 2);
   ASSERT_EQ(registry_.RemoveIov(gpu), 0);

@@ -1,0 +1,28 @@
+#include "backend/backend_factory.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "backend/local/local_backend.h"
+
+namespace fgds::backend {
+
+std::vector<std::string> BackendNames() { return {kDefaultBackend}; }
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const BackendConfig& config, std::string* warning) {
+  if (config.name == "local") {
+    auto local = LocalBackend::Create(config.data_dir, config.engine);
+    if (!local.ok()) return local.status();
+    if (warning != nullptr && !(*local)->engine_fallback_reason().empty() &&
+        config.engine.use_io_uring) {
+      *warning = absl::StrCat("io_uring unavailable, using blocking I/O: ",
+                              (*local)->engine_fallback_reason());
+    }
+    return std::unique_ptr<Backend>(*std::move(local));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown backend '", config.name,
+                   "' (known: ", absl::StrJoin(BackendNames(), ", "), ")"));
+}
+
+}  // namespace fgds::backend

@@ -1,0 +1,46 @@
+// File: backend/backend_factory.h
+//
+// CreateBackend: the one place that knows every backend by name, so the
+// daemon picks one from its mount options (`fgds mount --backend NAME`) and
+// adding a backend changes nothing in fusefs/.
+//
+// Example:
+//   BackendConfig config;
+//   config.data_dir = "/var/lib/fgds/data";
+//   std::string warning;
+//   auto backend = CreateBackend(config, &warning);
+#ifndef FGDS_BACKEND_BACKEND_FACTORY_H_
+#define FGDS_BACKEND_BACKEND_FACTORY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+#include "backend/io_engine.h"
+
+namespace fgds::backend {
+
+inline constexpr char kDefaultBackend[] = "local";
+
+struct BackendConfig {
+  // Which backend (BackendNames()).
+  std::string name = kDefaultBackend;
+  // local: the backing directory.
+  std::string data_dir;
+  // The I/O engine of backends that do local I/O.
+  IoEngineOptions engine;
+};
+
+// The names CreateBackend accepts.
+std::vector<std::string> BackendNames();
+
+// Creates the backend `config.name` names. A degraded but working start
+// (io_uring unavailable) is not an error: *warning says why (may be null).
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
+    const BackendConfig& config, std::string* warning);
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_BACKEND_FACTORY_H_

@@ -1,0 +1,104 @@
+// File: backend/file_io.h
+//
+// The data path of every backend: reads, writes and syncs of a backend's own
+// File handles into memory references, asynchronous and in batches. FUSE
+// reads and writes, usrbio ring entries and GPU iovs all arrive here; no
+// file descriptor crosses this interface, so a backend without local
+// descriptors (remote storage) serves the same requests.
+//
+// A request names:
+//   - a File the backend gave out (Backend::Open, Create or OpenByIno);
+//   - a memory reference: the CPU address of the first byte and, when the
+//     memory is registered, its MemoryRegion (a usrbio host iov, a GPU iov's
+//     host staging, a GPU iov's device mapping; later an RDMA region);
+//   - a length and file offset, and hints (IoFlags).
+// How the bytes move (O_DIRECT or the page cache, alignment, which device a
+// GPU mapping may reach) is the backend's decision; it reports the one it
+// took with each completion (IoPath), which users read in `fgds stat`.
+#ifndef FGDS_BACKEND_FILE_IO_H_
+#define FGDS_BACKEND_FILE_IO_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "backend/io_engine.h"
+
+namespace fgds::backend {
+
+class File;
+
+// Memory a client registered with the daemon. The backend reads only these
+// properties; who maps and unmaps the memory is the owner's business (it
+// outlives every request that references it).
+class MemoryRegion {
+ public:
+  enum class Kind : uint8_t {
+    kHost,    // ordinary pages the CPU may copy to and from
+    kDevice,  // GPU memory mapped through the fgds module: DMA only
+  };
+  MemoryRegion(char* base, uint64_t size, Kind kind, dev_t route_device)
+      : base_(base), size_(size), kind_(kind), route_device_(route_device) {}
+  virtual ~MemoryRegion() = default;
+  MemoryRegion(const MemoryRegion&) = delete;
+  MemoryRegion& operator=(const MemoryRegion&) = delete;
+
+  char* base() const { return base_; }
+  uint64_t size() const { return size_; }
+  Kind kind() const { return kind_; }
+  // kDevice: the block device whose peer-to-peer route to the GPU was
+  // checked when the region was mapped; I/O with files elsewhere must not
+  // target it. 0: not checked (tests).
+  dev_t route_device() const { return route_device_; }
+
+ private:
+  char* const base_;
+  const uint64_t size_;
+  const Kind kind_;
+  const dev_t route_device_;
+};
+
+// FileOp::kFsync and kFdatasync ignore the memory, length and offset.
+enum class FileOp : uint8_t { kRead, kWrite, kFsync, kFdatasync };
+
+// Which way a request's bytes went.
+enum class IoPath : uint8_t {
+  kNone,       // no data moved (syncs, failures before any I/O)
+  kDirect,     // O_DIRECT: storage DMA straight to or from the memory
+  kPageCache,  // copied through the backing file's page cache
+};
+
+// Hints from the caller, combined in FileIoRequest::flags.
+//
+// kIoPreferDirect: move the bytes past the page cache (O_DIRECT) where the
+// request allows it; without it the backend uses the page cache. Memory of
+// Kind::kDevice always needs the direct path.
+inline constexpr uint32_t kIoPreferDirect = 1u << 0;
+
+// Receives a request's result: bytes moved (fewer than asked only at end of
+// file for reads) or -errno. The backend sets path() before the request
+// can complete, so Complete may read it. Must stay alive until Complete,
+// which may delete it.
+class FileIoCompletion : public IoCompletion {
+ public:
+  IoPath path() const { return path_; }
+  void set_path(IoPath path) { path_ = path; }
+
+ private:
+  IoPath path_ = IoPath::kNone;
+};
+
+struct FileIoRequest {
+  FileOp op = FileOp::kRead;
+  File* file = nullptr;
+  const MemoryRegion* region = nullptr;  // null: `buf` is plain host memory
+  char* buf = nullptr;                   // inside `region` when it is set
+  uint64_t len = 0;
+  uint64_t offset = 0;
+  uint32_t flags = 0;                      // kIo* hints
+  FileIoCompletion* completion = nullptr;  // not owned
+};
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_FILE_IO_H_

@@ -1,0 +1,46 @@
+// File: backend/local/local_file.h
+//
+// File: the local backend's open file. Its main descriptor is never
+// O_DIRECT, whatever the opener asked: the kernel writes a FUSE file's
+// dirty pages back through any writable handle of the inode, partial last
+// pages included, and an O_DIRECT descriptor would refuse those with
+// EINVAL (data the kernel accepted would be lost). O_DIRECT goes through a
+// second descriptor of the same file, the "twin", used only for requests
+// that meet its alignment (io_policy.h).
+#ifndef FGDS_BACKEND_LOCAL_LOCAL_FILE_H_
+#define FGDS_BACKEND_LOCAL_LOCAL_FILE_H_
+
+#include <sys/types.h>
+
+#include "backend/backend.h"
+#include "backend/local/inode_table.h"
+
+namespace fgds::backend {
+
+class File {
+ public:
+  // Takes ownership of `fd`. Opens the twin when `want_twin` and the
+  // descriptor allows it (not O_APPEND, a filesystem with O_DIRECT).
+  // `holds_lookup`: the handle holds one lookup of `inode` (OpenByIno),
+  // which Release gives back.
+  File(int fd, LocalInode& inode, NodeId node, bool keep_cache, bool want_twin,
+       bool holds_lookup);
+  ~File();
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  const int fd;  // buffered (the opener's flags less O_DIRECT)
+  // O_DIRECT, same access mode as fd; -1 where there is none.
+  const int direct_fd;
+  LocalInode& inode;
+  const NodeId node;
+  const bool keep_cache;
+  const bool holds_lookup;
+  // The block device the data lives on (for device memory's route check);
+  // 0 when unknown.
+  const dev_t storage_device;
+};
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_LOCAL_LOCAL_FILE_H_
