@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct Mode {
   const char* name;
   std::vector<std::string> args;
 };
+void PrintTo(const Mode& mode, std::ostream* os) { *os << mode.name; }
 
 class ODirectOpenersTest : public ::testing::TestWithParam<Mode> {
  protected:
