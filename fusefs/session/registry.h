@@ -97,7 +97,7 @@ struct RegisteredFile {
   // The mount's node id of the file (backend::Backend::NodeByIno), whose
   // cached pages usrbio writes invalidate; 0 = unknown.
   const uint64_t node;
-  // The block device its data lives on (direct::StorageDevice), learnt at
+  // The block device its data lives on (kmod::StorageDevice), learnt at
   // registration for the direct_only iovs' route check; 0 = unknown.
   const dev_t storage_dev;
 };

@@ -8,9 +8,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/kmod/storage_device.h"
 #include "common/log.h"
 #include "fusefs/session/gpu_iov.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 namespace {
@@ -286,7 +286,7 @@ int Session::RegisterFile(int fd, uint32_t* id) {
   int direct = context_.backend->ReopenByIno(st.st_ino, mode | O_DIRECT);
   auto file = std::make_shared<RegisteredFile>(
       buffered, direct >= 0 ? direct : -1, readable, writable,
-      context_.backend->NodeByIno(st.st_ino), direct::StorageDevice(buffered));
+      context_.backend->NodeByIno(st.st_ino), kmod::StorageDevice(buffered));
   int64_t added = registry_->AddFile(std::move(file));
   if (added < 0) return static_cast<int>(added);
   *id = static_cast<uint32_t>(added);

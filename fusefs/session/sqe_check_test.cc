@@ -9,9 +9,9 @@
 #include <functional>
 #include <vector>
 
+#include "common/kmod/storage_device.h"
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::session {
 namespace {
@@ -44,7 +44,7 @@ class SqeCheckTest : public ::testing::Test {
     rw_ = static_cast<uint32_t>(
         registry_.AddFile(std::make_shared<RegisteredFile>(
             buffered_fd_, direct_fd_, true, true, /*node_in=*/0,
-            direct::StorageDevice(direct_fd_))));
+            kmod::StorageDevice(direct_fd_))));
   }
   void TearDown() override {
     registry_.Clear();
@@ -317,10 +317,10 @@ TEST_F(SqeCheckTest, GpuIovsTakeOnlyDirectEntries) {
   // (the module checked the P2P route to that device only).
   const uint32_t same = static_cast<uint32_t>(registry_.AddIov(
       SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
-                          direct::StorageDevice(direct_fd_))));
+                          kmod::StorageDevice(direct_fd_))));
   const uint32_t other = static_cast<uint32_t>(registry_.AddIov(
       SharedMemory::Adopt(static_cast<char*>(mem_), kIovSize, keeper,
-                          direct::StorageDevice(direct_fd_) + 1)));
+                          kmod::StorageDevice(direct_fd_) + 1)));
   sqe = Valid();
   sqe.iov_id = same;
   EXPECT_EQ(Check(sqe, 0, &io), 0);

@@ -1,11 +1,11 @@
-#include "usrbio/direct/path.h"
+#include "common/kmod/device_node.h"
 
 #include <string>
 
 #include "fgds/fgds.h"
 #include "gtest/gtest.h"
 
-namespace fgds::direct {
+namespace fgds::kmod {
 namespace {
 
 TEST(FgdsDeviceNodeTest, FromCudaBusId) {
@@ -53,4 +53,4 @@ TEST(ProbeDirectTest, NoModuleHere) {
 }
 
 }  // namespace
-}  // namespace fgds::direct
+}  // namespace fgds::kmod

@@ -1,16 +1,16 @@
-// File: usrbio/direct/path.h
+// File: common/kmod/device_node.h
 //
 // Which GPU path the driver takes, and why not the direct one: the answer
 // GDS users keep asking for ("am I on the direct path or the fallback?").
 // The probe reads the machine; the choice is a pure function of it.
-#ifndef FGDS_USRBIO_DIRECT_PATH_H_
-#define FGDS_USRBIO_DIRECT_PATH_H_
+#ifndef FGDS_COMMON_KMOD_DEVICE_NODE_H_
+#define FGDS_COMMON_KMOD_DEVICE_NODE_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace fgds::direct {
+namespace fgds::kmod {
 
 // What the machine offers for FGDS_GPU_PATH_DIRECT.
 struct DirectProbe {
@@ -36,6 +36,6 @@ std::string FgdsDeviceNode(std::string_view pci_bus_id);
 // ProbeDirect fills a DirectProbe for a GPU, looking for its device node.
 DirectProbe ProbeDirect(bool dmabuf_supported, std::string_view pci_bus_id);
 
-}  // namespace fgds::direct
+}  // namespace fgds::kmod
 
-#endif  // FGDS_USRBIO_DIRECT_PATH_H_
+#endif  // FGDS_COMMON_KMOD_DEVICE_NODE_H_

@@ -1,4 +1,4 @@
-#include "usrbio/direct/path.h"
+#include "common/kmod/device_node.h"
 
 #include <unistd.h>
 
@@ -6,7 +6,7 @@
 
 #include "fgds/fgds.h"
 
-namespace fgds::direct {
+namespace fgds::kmod {
 
 PathChoice ChoosePath(const DirectProbe& probe) {
   PathChoice choice;
@@ -95,4 +95,4 @@ DirectProbe ProbeDirect(bool dmabuf_supported, std::string_view pci_bus_id) {
   return probe;
 }
 
-}  // namespace fgds::direct
+}  // namespace fgds::kmod
