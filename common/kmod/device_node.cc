@@ -1,36 +1,9 @@
 #include "common/kmod/device_node.h"
 
-#include <unistd.h>
-
 #include <cstdio>
-
-#include "fgds/fgds.h"
+#include <string>
 
 namespace fgds::kmod {
-
-PathChoice ChoosePath(const DirectProbe& probe) {
-  PathChoice choice;
-  choice.path = FGDS_GPU_PATH_BOUNCE;
-  if (!probe.dmabuf_supported) {
-    choice.why_not_direct =
-        "the GPU cannot export its memory as a dma-buf "
-        "(CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: needs the open NVIDIA "
-        "kernel modules)";
-  } else if (probe.device_node.empty()) {
-    choice.why_not_direct =
-        "the GPU's PCI address is unknown, so its fgds device node cannot be "
-        "found";
-  } else if (!probe.device_node_present) {
-    choice.why_not_direct =
-        probe.device_node +
-        " does not exist: the fgds kernel module is not loaded (or not bound "
-        "to this GPU)";
-  } else {
-    choice.path = FGDS_GPU_PATH_DIRECT;
-  }
-  return choice;
-}
-
 namespace {
 
 // ParseHex reads hex digits up to `stop` (or the end when stop is 0)
@@ -84,15 +57,6 @@ std::string FgdsDeviceNode(std::string_view pci_bus_id) {
   std::snprintf(node, sizeof(node), "/dev/fgds_%04x_%02x_%02x_%x", domain, bus,
                 device, function);
   return node;
-}
-
-DirectProbe ProbeDirect(bool dmabuf_supported, std::string_view pci_bus_id) {
-  DirectProbe probe;
-  probe.dmabuf_supported = dmabuf_supported;
-  probe.device_node = FgdsDeviceNode(pci_bus_id);
-  probe.device_node_present = !probe.device_node.empty() &&
-                              access(probe.device_node.c_str(), F_OK) == 0;
-  return probe;
 }
 
 }  // namespace fgds::kmod

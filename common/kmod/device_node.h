@@ -1,40 +1,21 @@
 // File: common/kmod/device_node.h
 //
-// Which GPU path the driver takes, and why not the direct one: the answer
-// GDS users keep asking for ("am I on the direct path or the fallback?").
-// The probe reads the machine; the choice is a pure function of it.
+// The name of the fgds module's node for a GPU (kmod/: one char device per
+// GPU, /dev/fgds_<domain>_<bus>_<dev>_<fn>). libfgds looks for it to choose
+// its path (usrbio/direct/path.h); the daemon opens it for GPU iovs and
+// rejects registrations whose PCI address names no node.
 #ifndef FGDS_COMMON_KMOD_DEVICE_NODE_H_
 #define FGDS_COMMON_KMOD_DEVICE_NODE_H_
 
-#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace fgds::kmod {
 
-// What the machine offers for FGDS_GPU_PATH_DIRECT.
-struct DirectProbe {
-  bool dmabuf_supported = false;  // the GPU can export its memory
-  std::string device_node;        // /dev/fgds_<bdf> for this GPU, or ""
-  bool device_node_present = false;
-};
-
-struct PathChoice {
-  uint32_t path = 0;           // FGDS_GPU_PATH_*
-  std::string why_not_direct;  // empty when path is DIRECT
-};
-
-// ChoosePath picks FGDS_GPU_PATH_DIRECT only when everything it needs is
-// there, else FGDS_GPU_PATH_BOUNCE with the first missing piece in words.
-PathChoice ChoosePath(const DirectProbe& probe);
-
 // FgdsDeviceNode turns a PCI address from cuDeviceGetPCIBusId
 // ("0000:3B:00.0") into the module's node, "/dev/fgds_0000_3b_00_0";
 // returns "" for text that is not a PCI address.
 std::string FgdsDeviceNode(std::string_view pci_bus_id);
-
-// ProbeDirect fills a DirectProbe for a GPU, looking for its device node.
-DirectProbe ProbeDirect(bool dmabuf_supported, std::string_view pci_bus_id);
 
 }  // namespace fgds::kmod
 

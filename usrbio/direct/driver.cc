@@ -25,9 +25,9 @@ int Driver::Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
                  std::unique_ptr<Driver>* out, std::string* message) {
   std::unique_ptr<Driver> driver(new Driver(config, std::move(ops)));
   driver->device_ = driver->ops_->Describe();
-  const kmod::DirectProbe probe = kmod::ProbeDirect(
-      driver->device_.dmabuf_supported, driver->device_.pci_bus_id);
-  driver->path_ = kmod::ChoosePath(probe);
+  const DirectProbe probe =
+      ProbeDirect(driver->device_.dmabuf_supported, driver->device_.pci_bus_id);
+  driver->path_ = ChoosePath(probe);
   if (driver->path_.path == FGDS_GPU_PATH_DIRECT) {
     std::string why;
     if (kmod::KmodNode::Open(probe.device_node, &driver->node_, &why) != 0) {

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "common/kmod/device_node.h"
 #include "common/kmod/kmod_buffer.h"
 #include "fgds/fgds.h"
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/file_handles.h"
 #include "usrbio/direct/options.h"
+#include "usrbio/direct/path.h"
 #include "usrbio/direct/registry.h"
 #include "usrbio/direct/request.h"
 #include "usrbio/direct/worker.h"
@@ -79,7 +79,7 @@ class Driver {
   const DriverConfig config_;
   const std::unique_ptr<DeviceOps> ops_;
   DeviceDescription device_;
-  kmod::PathChoice path_;
+  PathChoice path_;
   // The GPU's fgds node when path_ is DIRECT: registered buffers are
   // mapped through it, per storage device, on their first direct I/O.
   std::shared_ptr<kmod::KmodNode> node_;
