@@ -1,6 +1,7 @@
 // fgds: the command line. `fgds mount` is the daemon itself, so this
 // executable links no client library and no CUDA loader: `fgds bench` runs
-// the fgds-bench executable (tools/helper_exec.h).
+// the fgds-bench executable (tools/helper_exec.h), and the unit test
+// deps.daemon_links_no_client fails on any client symbol in this binary.
 #include <fcntl.h>
 #include <unistd.h>
 
