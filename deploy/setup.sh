@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a mounted /mnt/fgds:
-# installs the dependencies, builds, installs /usr/local/sbin/fgds and the
+# installs the dependencies, builds, installs /usr/local/sbin/fgds (and
+# /usr/local/libexec/fgds/fgds-bench, which `fgds bench` runs) and the
 # systemd unit, and mounts /mnt/fgds over /var/lib/fgds/data. Safe to re-run:
 # a running mount is replaced by one of the freshly built binary.
 set -euo pipefail

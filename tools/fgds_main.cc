@@ -1,4 +1,7 @@
-// fgds: the command line. `fgds mount` is the daemon itself.
+// fgds: the command line. `fgds mount` is the daemon itself, so this
+// executable links no client library and no CUDA loader: `fgds bench` runs
+// the fgds-bench executable (tools/helper_exec.h), and the unit test
+// deps.daemon_links_no_client fails on any client symbol in this binary.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -13,7 +16,7 @@
 #include "common/log.h"
 #include "fusefs/daemon.h"
 #include "fusefs/options.h"
-#include "tools/bench/bench.h"
+#include "tools/helper_exec.h"
 #include "tools/probe/probe.h"
 
 namespace {
@@ -164,7 +167,10 @@ int main(int argc, char** argv) {
     return UmountCommand(argc - 1, argv + 1);
   }
   if (command == "stat") return StatCommand(argc - 1, argv + 1);
-  if (command == "bench") return fgds::bench::BenchMain(argc - 1, argv + 1);
+  if (command == "bench") {
+    return fgds::tools::ExecHelper("bench", "fgds-bench", FGDS_LIBEXEC_FROM_EXE,
+                                   argc - 1, argv + 1);
+  }
   if (command == "probe") return fgds::probe::ProbeMain(argc - 1, argv + 1);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);

@@ -8,7 +8,7 @@
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
-#include "usrbio/direct/kmod_buffer.h"
+#include "common/kmod/storage_device.h"
 
 namespace fgds::backend {
 
@@ -35,7 +35,7 @@ File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
       node(node_in),
       keep_cache(keep_cache_in),
       holds_lookup(holds_lookup_in),
-      storage_device(direct::StorageDevice(fd_in)) {}
+      storage_device(kmod::StorageDevice(fd_in)) {}
 
 File::~File() {
   if (direct_fd >= 0) close(direct_fd);

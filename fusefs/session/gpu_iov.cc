@@ -6,8 +6,9 @@
 #include <string_view>
 #include <utility>
 
-#include "usrbio/direct/kmod_buffer.h"
-#include "usrbio/direct/path.h"
+#include "common/kmod/device_node.h"
+#include "common/kmod/kmod_buffer.h"
+#include "common/kmod/storage_device.h"
 
 namespace fgds::session {
 namespace {
@@ -72,18 +73,18 @@ int CheckGpuIovValues(const fgds_msg_gpu_iov_register& msg,
     return -EINVAL;
   }
   // wire_parse guarantees the NUL inside the field.
-  if (direct::FgdsDeviceNode(msg.pci_bus_id).empty()) return -EINVAL;
+  if (kmod::FgdsDeviceNode(msg.pci_bus_id).empty()) return -EINVAL;
   return 0;
 }
 
 GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                         const GpuIovOptions& options) {
   // FgdsDeviceNode names it under /dev; keep the name, take the directory.
-  std::string node_path = direct::FgdsDeviceNode(msg.pci_bus_id);
+  std::string node_path = kmod::FgdsDeviceNode(msg.pci_bus_id);
   node_path = options.device_dir + node_path.substr(node_path.rfind('/'));
-  std::shared_ptr<direct::KmodNode> node;
+  std::shared_ptr<kmod::KmodNode> node;
   std::string message;
-  int ret = direct::KmodNode::Open(node_path, &node, &message);
+  int ret = kmod::KmodNode::Open(node_path, &node, &message);
   if (ret == -ENOENT) {
     return Bounce(FGDS_IOV_GPU_REASON_NO_MODULE, std::move(message));
   }
@@ -100,9 +101,9 @@ GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   // Whole pages around the range; the iov starts inside the first one.
   const uint64_t first = RoundDown(msg.dmabuf_offset);
   const uint64_t end = RoundUp(msg.dmabuf_offset + msg.size);
-  std::unique_ptr<direct::KmodMapping> mapping;
-  ret = direct::KmodMapping::Create(node, dmabuf_fd, first, end - first,
-                                    options.storage_fd, &mapping, &message);
+  std::unique_ptr<kmod::KmodMapping> mapping;
+  ret = kmod::KmodMapping::Create(node, dmabuf_fd, first, end - first,
+                                  options.storage_fd, &mapping, &message);
   if (ret != 0) return Bounce(ReasonOf(ret), std::move(message));
   char* base =
       reinterpret_cast<char*>(mapping->data()) + (msg.dmabuf_offset - first);
@@ -110,8 +111,8 @@ GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   m.path = FGDS_PATH_DIRECT;
   m.reason = FGDS_IOV_GPU_REASON_NONE;
   m.memory = SharedMemory::Adopt(
-      base, msg.size, std::shared_ptr<direct::KmodMapping>(std::move(mapping)),
-      direct::StorageDevice(options.storage_fd));
+      base, msg.size, std::shared_ptr<kmod::KmodMapping>(std::move(mapping)),
+      kmod::StorageDevice(options.storage_fd));
   return m;
 }
 

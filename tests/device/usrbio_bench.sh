@@ -24,7 +24,8 @@ step "build fgds"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFGDS_BUILD_TESTS=OFF \
   "${FGDS_CMAKE_DEP_ARGS[@]}" >"$OUT/configure.log" 2>&1 ||
   { tail -30 "$OUT/configure.log"; exit 1; }
-cmake --build "$BUILD" -j "$(nproc)" --target fgds >"$OUT/build.log" 2>&1 ||
+# `fgds bench` execs fgds-bench, built beside fgds.
+cmake --build "$BUILD" -j "$(nproc)" --target fgds fgds-bench >"$OUT/build.log" 2>&1 ||
   { grep -E 'error' "$OUT/build.log" | head -30; exit 1; }
 FGDS=$BUILD/tools/fgds
 

@@ -2,7 +2,7 @@
 # tests/device/usrbio_gpu_sweep.sh: where the usrbio-gpu page-cached read
 # rate comes from, on the device machine, in one call. Reuses the build of
 # tests/gpu/run_on_device.sh (/tmp/fgds-gpu-build) when the machine still
-# has it, else builds `fgds` and `fgds-bench-dev`. For each daemon worker
+# has it, else builds `fgds` and `fgds-bench` (which `fgds bench` runs). For each daemon worker
 # count it mounts fgds, then runs the usrbio-gpu read rows (warm, then
 # cold) for each GPU iov chunk size, next to `h2d` and `libfgds` warm as
 # references from the same minute. Leaves $OUT/sweep-*.json and
@@ -23,11 +23,11 @@ SECONDS=0
 step() { echo "=== [${SECONDS}s] $*"; }
 
 source tests/device/deps.sh || { echo "dependencies failed"; exit 1; }
-if [ ! -x "$BUILD/tools/fgds" ] || [ ! -x "$BUILD/tools/bench/fgds-bench-dev" ]; then
+if [ ! -x "$BUILD/tools/fgds" ] || [ ! -x "$BUILD/tools/fgds-bench" ]; then
   step "build"
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "${FGDS_CMAKE_DEP_ARGS[@]}" >"$OUT/configure.log" 2>&1 || exit 1
-  cmake --build "$BUILD" -j "$(nproc)" --target fgds fgds-bench-dev \
+  cmake --build "$BUILD" -j "$(nproc)" --target fgds fgds-bench \
     >"$OUT/build.log" 2>&1 || { grep error "$OUT/build.log" | head; exit 1; }
 fi
 DISK=$(odirect_dir /var/tmp /root /tmp)
@@ -36,7 +36,7 @@ MNT=$DISK/mnt
 DATA=$DISK/data
 mkdir -p "$MNT" "$DATA"
 COMMON="--size $SIZE --bs 4M --threads $THREADS --qd 4"
-BENCH=$BUILD/tools/bench/fgds-bench-dev
+BENCH="$BUILD/tools/fgds bench"
 
 step "references: h2d, libfgds warm"
 $BENCH --mount "$DATA" --backing "$DATA" --no-mount-check $COMMON \

@@ -4,7 +4,7 @@
 #
 #   1. unpacks the carried Debian packages (.deps/*.deb: abseil, liburing,
 #      libfuse3, googletest, pkgconf) into a private prefix, never into /;
-#   2. builds the GPU tests, the libfgds unit tests and fgds-bench-dev;
+#   2. builds the GPU tests, the libfgds unit tests, fgds and fgds-bench;
 #   3. runs the tests (gtest JSON per binary);
 #   4. runs the GPU bench: h2d, native-direct, libfgds, bounce-baseline and
 #      naive, cold and warm, then cufile on its own (it may fail);
@@ -70,8 +70,8 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   { tail -40 "$BUILD/configure.log"; echo "configure failed"; }
 TARGETS="cuda_test direct_test gpu_read_test gpu_write_test gpu_concurrency_test
          gpu_lifetime_test gpu_driver_test usrbio_gpu_test usrbio_test
-         usrbio_gpu_read_example fgds-bench-dev fgds"
-[ "$ONLY_USRBIO" = 1 ] && TARGETS="usrbio_gpu_test usrbio_test usrbio_gpu_read_example fgds-bench-dev fgds"
+         usrbio_gpu_read_example fgds-bench fgds"
+[ "$ONLY_USRBIO" = 1 ] && TARGETS="usrbio_gpu_test usrbio_test usrbio_gpu_read_example fgds-bench fgds"
 # shellcheck disable=SC2086
 cmake --build "$BUILD" -j "$(nproc)" --target $TARGETS >"$BUILD/build.log" 2>&1 ||
   { grep -E 'error|Error' "$BUILD/build.log" | head -40; echo "build failed"; }
@@ -111,8 +111,9 @@ if [ "${FGDS_SKIP_TESTS:-0}" != 1 ]; then
   done
 fi
 
-if [ "${FGDS_SKIP_BENCH:-0}" != 1 ] && [ -x "$BUILD/tools/bench/fgds-bench-dev" ]; then
-  BENCH="$BUILD/tools/bench/fgds-bench-dev --mount $DISK --backing $DISK --no-mount-check"
+if [ "${FGDS_SKIP_BENCH:-0}" != 1 ] && [ -x "$BUILD/tools/fgds-bench" ]; then
+  # `fgds bench` as users run it: fgds execs fgds-bench, beside it.
+  BENCH="$BUILD/tools/fgds bench --mount $DISK --backing $DISK --no-mount-check"
   COMMON="--size $SIZE --bs $BS --threads $THREADS --qd $QD"
   MODES="h2d native-direct libfgds bounce-baseline naive"
   [ "$ONLY_USRBIO" = 1 ] && MODES="native-direct"
@@ -141,7 +142,7 @@ if [ "${FGDS_SKIP_BENCH:-0}" != 1 ] && [ -x "$BUILD/tools/bench/fgds-bench-dev" 
       rm -f "$UBACK/example.bin"
     fi
     step "bench usrbio-gpu ($COMMON, cold + warm)"
-    timeout 200 $BUILD/tools/bench/fgds-bench-dev --mount "$UMNT" --backing "$UBACK" \
+    timeout 200 $BUILD/tools/fgds bench --mount "$UMNT" --backing "$UBACK" \
       $COMMON --cache both --modes usrbio-gpu \
       --json "$RESULTS/bench-usrbio-gpu.json" 2>&1 | grep -vE '^(GB/s|p50|vs base|$)'
     rm -rf "$UBACK"/fgds-bench-*

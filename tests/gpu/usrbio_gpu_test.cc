@@ -17,13 +17,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/kmod/device_node.h"
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 #include "tests/gpu/gpu_env.h"
 #include "tests/lib/mounted_fs.h"
 #include "tests/lib/random_bytes.h"
 #include "usrbio/cuda/cuda_memory.h"
-#include "usrbio/direct/path.h"
 
 namespace fgds::testing {
 namespace {
@@ -245,7 +245,7 @@ TEST_F(UsrbioGpuDeviceTest, OffersARealDmaBufAndStillMovesEveryByte) {
   ASSERT_EQ(fgds_iov_wrap_gpu(&session_, &iov, tensor, size, nullptr), 0);
   uint32_t reason = 99;
   const int gpu_path = fgds_iov_gpu_path(&iov, &reason);
-  const std::string node = direct::FgdsDeviceNode(info.pci_bus_id);
+  const std::string node = kmod::FgdsDeviceNode(info.pci_bus_id);
   std::printf(
       "GPU %s: dma-buf %s, %s %s; iov path %d reason %u\n", info.pci_bus_id,
       info.dmabuf_supported ? "yes" : "no", node.c_str(),

@@ -12,8 +12,8 @@
 
 namespace fgds::bench {
 
-// BenchMain runs `fgds bench`. argv[0] is the subcommand name ("bench") and
-// is not parsed. Prints the result table on stdout and diagnostics on
+// BenchMain runs `fgds bench`. argv[0] (the program or subcommand name) is
+// not parsed. Prints the result table on stdout and diagnostics on
 // stderr. Returns the process exit status: 0 on success, 1 when a
 // measurement failed, 2 for a bad command line, 130 when interrupted by
 // SIGINT or SIGTERM. The bench's files are removed in every case.

@@ -33,18 +33,18 @@ int DirectBuffer::ExportLocked(DeviceOps& ops, std::string* why) {
   return export_error_;
 }
 
-int DirectBuffer::For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node,
-                      dev_t device, int storage_fd, DirectTarget* out,
-                      std::string* why) {
+int DirectBuffer::For(DeviceOps& ops,
+                      const std::shared_ptr<kmod::KmodNode>& node, dev_t device,
+                      int storage_fd, DirectTarget* out, std::string* why) {
   fgds::MutexLock lock(&mu_);
   auto [it, inserted] = by_device_.try_emplace(device);
   PerDevice& entry = it->second;
   if (inserted) {
-    std::unique_ptr<KmodMapping> mapping;
+    std::unique_ptr<kmod::KmodMapping> mapping;
     entry.error = ExportLocked(ops, &entry.why);
     if (entry.error == 0) {
-      entry.error = KmodMapping::Create(node, export_.fd, 0, export_.size,
-                                        storage_fd, &mapping, &entry.why);
+      entry.error = kmod::KmodMapping::Create(node, export_.fd, 0, export_.size,
+                                              storage_fd, &mapping, &entry.why);
     }
     if (entry.error == 0) entry.mapping = std::move(mapping);
   }

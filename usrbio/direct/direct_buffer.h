@@ -18,15 +18,15 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "common/kmod/kmod_buffer.h"
 #include "common/mutex.h"
 #include "usrbio/direct/device_ops.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::direct {
 
 // Where the direct path moves a buffer's bytes for one storage device.
 struct DirectTarget {
-  std::shared_ptr<KmodMapping> mapping;  // keeps the mapping alive
+  std::shared_ptr<kmod::KmodMapping> mapping;  // keeps the mapping alive
   uint8_t* base = nullptr;  // the buffer's first byte, in the mapping
   // Bytes of the buffer from `base` that are mapped: all of it, or up to
   // the allocation's last whole page (only whole pages export).
@@ -45,12 +45,12 @@ class DirectBuffer {
   // block device `device`, of which storage_fd is one (the module checks
   // the route through it): 0 and `out`, or -errno (this device, or this
   // buffer, cannot go direct) with `why`. Failures are remembered.
-  int For(DeviceOps& ops, const std::shared_ptr<KmodNode>& node, dev_t device,
-          int storage_fd, DirectTarget* out, std::string* why);
+  int For(DeviceOps& ops, const std::shared_ptr<kmod::KmodNode>& node,
+          dev_t device, int storage_fd, DirectTarget* out, std::string* why);
 
  private:
   struct PerDevice {
-    std::shared_ptr<KmodMapping> mapping;
+    std::shared_ptr<kmod::KmodMapping> mapping;
     int error = 0;
     std::string why;
   };

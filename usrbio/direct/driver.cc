@@ -30,7 +30,7 @@ int Driver::Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
   driver->path_ = ChoosePath(probe);
   if (driver->path_.path == FGDS_GPU_PATH_DIRECT) {
     std::string why;
-    if (KmodNode::Open(probe.device_node, &driver->node_, &why) != 0) {
+    if (kmod::KmodNode::Open(probe.device_node, &driver->node_, &why) != 0) {
       driver->path_.path = FGDS_GPU_PATH_BOUNCE;
       driver->path_.why_not_direct = why;
     }

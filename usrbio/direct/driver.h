@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "common/kmod/kmod_buffer.h"
 #include "fgds/fgds.h"
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/file_handles.h"
-#include "usrbio/direct/kmod_buffer.h"
 #include "usrbio/direct/options.h"
 #include "usrbio/direct/path.h"
 #include "usrbio/direct/registry.h"
@@ -82,7 +82,7 @@ class Driver {
   PathChoice path_;
   // The GPU's fgds node when path_ is DIRECT: registered buffers are
   // mapped through it, per storage device, on their first direct I/O.
-  std::shared_ptr<KmodNode> node_;
+  std::shared_ptr<kmod::KmodNode> node_;
   Dispatcher dispatcher_;
   Registry registry_;
   FileTable files_;

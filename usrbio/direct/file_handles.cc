@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "usrbio/direct/kmod_buffer.h"
+#include "common/kmod/storage_device.h"
 
 namespace fgds::direct {
 namespace {
@@ -46,7 +46,7 @@ int FileHandles::Open(int fd, std::shared_ptr<FileHandles>* out,
   const int access = flags & O_ACCMODE;
   handles->readable_ = access == O_RDONLY || access == O_RDWR;
   handles->writable_ = access == O_WRONLY || access == O_RDWR;
-  handles->storage_device_ = StorageDeviceOf(st);
+  handles->storage_device_ = kmod::StorageDeviceOf(st);
   if ((flags & O_DIRECT) != 0) {
     handles->direct_fd_ = fd;
     handles->buffered_fd_ = Reopen(fd, access);

@@ -38,7 +38,7 @@ class FileHandles {
   int buffered_fd() const { return buffered_fd_; }
   bool readable() const { return readable_; }
   bool writable() const { return writable_; }
-  // The block device the file's I/O reaches (StorageDevice): what the
+  // The block device the file's I/O reaches (kmod::StorageDevice): what the
   // direct path registers GPU memory for.
   dev_t storage_device() const { return storage_device_; }
 

@@ -28,12 +28,8 @@ struct PathChoice {
 // there, else FGDS_GPU_PATH_BOUNCE with the first missing piece in words.
 PathChoice ChoosePath(const DirectProbe& probe);
 
-// FgdsDeviceNode turns a PCI address from cuDeviceGetPCIBusId
-// ("0000:3B:00.0") into the module's node, "/dev/fgds_0000_3b_00_0";
-// returns "" for text that is not a PCI address.
-std::string FgdsDeviceNode(std::string_view pci_bus_id);
-
-// ProbeDirect fills a DirectProbe for a GPU, looking for its device node.
+// ProbeDirect fills a DirectProbe for a GPU, looking for its device node
+// (kmod::FgdsDeviceNode).
 DirectProbe ProbeDirect(bool dmabuf_supported, std::string_view pci_bus_id);
 
 }  // namespace fgds::direct

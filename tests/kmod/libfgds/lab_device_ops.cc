@@ -44,11 +44,11 @@ int LabDeviceOps::Open(const std::string& fgds_node, uint64_t bar_offset,
     *message = std::string("TEXP_IOCTL_EXPORT (view): ") + std::strerror(errno);
     return -errno;
   }
-  std::shared_ptr<direct::KmodNode> node;
-  int error = direct::KmodNode::Open(fgds_node, &node, message);
+  std::shared_ptr<kmod::KmodNode> node;
+  int error = kmod::KmodNode::Open(fgds_node, &node, message);
   if (error == 0) {
-    error = direct::KmodMapping::Create(node, exp.fd, 0, size, storage_fd,
-                                        &ops->view_, message);
+    error = kmod::KmodMapping::Create(node, exp.fd, 0, size, storage_fd,
+                                      &ops->view_, message);
   }
   close(exp.fd);
   if (error != 0) return error;

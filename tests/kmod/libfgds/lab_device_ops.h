@@ -20,8 +20,8 @@
 #include <memory>
 #include <string>
 
+#include "common/kmod/kmod_buffer.h"
 #include "usrbio/direct/device_ops.h"
-#include "usrbio/direct/kmod_buffer.h"
 
 namespace fgds::lab {
 
@@ -80,7 +80,7 @@ class LabDeviceOps final : public direct::DeviceOps {
   std::string pci_name_;
   uint64_t bar_offset_ = 0;
   uint64_t size_ = 0;
-  std::unique_ptr<direct::KmodMapping> view_;
+  std::unique_ptr<kmod::KmodMapping> view_;
   std::atomic<uint64_t> buffer_id_{1};
   std::atomic<uint64_t> allocation_bytes_{0};  // 0: the whole window
   std::atomic<int> exports_{0};

@@ -1,10 +1,11 @@
-// File: usrbio/direct/kmod_buffer.h
+// File: common/kmod/kmod_buffer.h
 //
 // The user side of the fgds kernel module (include/uapi/fgds_ioctl.h):
 // open a GPU's node, register a dma-buf of GPU memory for one storage
 // device and map it, so that O_DIRECT reads and writes of files on that
 // device move bytes between storage and GPU memory with no host copy.
-// libc only: libfgds and the daemon both use it.
+// libc only: libfgds and the daemon both use it (the neutral library
+// fgds_kmod_client, STYLE.md 14).
 //
 // Example:
 //   std::shared_ptr<KmodNode> node;
@@ -15,17 +16,14 @@
 //
 // Thread safety: both classes are immutable after creation; any thread may
 // do I/O into a mapping.
-#ifndef FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
-#define FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
-
-#include <sys/stat.h>
-#include <sys/types.h>
+#ifndef FGDS_COMMON_KMOD_KMOD_BUFFER_H_
+#define FGDS_COMMON_KMOD_KMOD_BUFFER_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-namespace fgds::direct {
+namespace fgds::kmod {
 
 // An open /dev/fgds_<bdf>. The module ties registrations to the open file,
 // so mappings keep their node alive (shared_ptr) and closing it is the
@@ -87,16 +85,9 @@ class KmodMapping {
   const uint64_t size_;
 };
 
-// StorageDevice: the block device whose route to the GPU matters for I/O
-// on `fd`: st_rdev of a block device node, else the st_dev its data lives
-// on. 0 when fstat fails (errno says why). StorageDeviceOf answers from a
-// stat the caller already has.
-dev_t StorageDevice(int fd);
-dev_t StorageDeviceOf(const struct stat& st);
-
 // RegisterErrorText explains a REG_BUFFER errno in the UAPI's terms.
 std::string RegisterErrorText(int error);
 
-}  // namespace fgds::direct
+}  // namespace fgds::kmod
 
-#endif  // FGDS_USRBIO_DIRECT_KMOD_BUFFER_H_
+#endif  // FGDS_COMMON_KMOD_KMOD_BUFFER_H_

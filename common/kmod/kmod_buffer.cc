@@ -1,9 +1,8 @@
-#include "usrbio/direct/kmod_buffer.h"
+#include "common/kmod/kmod_buffer.h"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +10,7 @@
 
 #include "uapi/fgds_ioctl.h"
 
-namespace fgds::direct {
+namespace fgds::kmod {
 
 int KmodNode::Open(const std::string& path, std::shared_ptr<KmodNode>* out,
                    std::string* message) {
@@ -97,16 +96,6 @@ KmodMapping::~KmodMapping() {
   ioctl(node_->fd(), FGDS_IOCTL_UNREG_BUFFER, &unreg);
 }
 
-dev_t StorageDevice(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return 0;
-  return StorageDeviceOf(st);
-}
-
-dev_t StorageDeviceOf(const struct stat& st) {
-  return S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
-}
-
 std::string RegisterErrorText(int error) {
   switch (-error) {
     case EBADF:
@@ -132,4 +121,4 @@ std::string RegisterErrorText(int error) {
   }
 }
 
-}  // namespace fgds::direct
+}  // namespace fgds::kmod
