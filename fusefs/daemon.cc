@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -83,6 +84,26 @@ void SetReadaheadAfterInit(const std::string& mountpoint, unsigned kb) {
   std::ofstream out(path);
   out << kb;
   if (!out.good()) LogWarning("could not set %s to %u", path, kb);
+}
+
+// Test hook, for tests/integration/startup_signal_test.cc: with
+// FGDS_TEST_STOP_AT=N in its environment the daemon stops itself (SIGSTOP)
+// at start-up point N of ServeMount, so that a test can signal it in exactly
+// that state and then continue it. The variable is read once, when
+// ServeMount starts; unset or not a point: no stop. The points, in order
+// (the test knows their count and which ones have the mount):
+enum StartupPoint : int {
+  kBeforeBackend = 1,  // nothing started; no signal handlers yet
+  kBeforeMount,        // backend and signal handlers in place
+  kBeforeReadahead,    // mounted; INIT sent by the kernel, unanswered
+  kBeforeSessions,     // read-ahead raised
+  kBeforeReady,        // usrbio sessions started
+  kBeforeLoop,         // ready() called; the FUSE loop not yet running
+};
+
+int TestStopPoint() {
+  const char* env = getenv("FGDS_TEST_STOP_AT");
+  return env != nullptr ? atoi(env) : 0;
 }
 
 }  // namespace
@@ -173,6 +194,12 @@ absl::Status ServeMount(const DaemonOptions& options,
   // not take anything more away.
   umask(0);
   RaiseFileLimit();
+  const int stop_at = TestStopPoint();
+  auto point = [stop_at](StartupPoint here) {
+    if (here == stop_at) raise(SIGSTOP);
+  };
+
+  point(kBeforeBackend);
 
   backend::IoEngineOptions engine_options;
   engine_options.workers = options.io_workers;
@@ -240,6 +267,7 @@ absl::Status ServeMount(const DaemonOptions& options,
     ready(st);
     return st;
   }
+  point(kBeforeMount);
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
@@ -248,8 +276,10 @@ absl::Status ServeMount(const DaemonOptions& options,
     ready(st);
     return st;
   }
+  point(kBeforeReadahead);
   std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
                         options.readahead_kb);
+  point(kBeforeSessions);
   // usrbio writes bypass the mount: drop what it caches of their ranges.
   std::unique_ptr<session::CacheInvalidator> invalidator;
   if (!options.direct_io) {
@@ -263,7 +293,9 @@ absl::Status ServeMount(const DaemonOptions& options,
                 invalidator.get(), &usrbio_stats, &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
+  point(kBeforeReady);
   ready(absl::OkStatus());
+  point(kBeforeLoop);
 
   fuse_loop_config* config = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(config, 1);
