@@ -11,9 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -68,22 +67,36 @@ void RaiseFileLimit() {
   }
 }
 
-// Sets the mount's read-ahead through its backing-device entry in sysfs.
-// The kernel caps FUSE read-ahead at its default (128 KiB) when it handles
-// our INIT reply; sequential reads of large files need a deeper window to
-// keep the daemon's rings busy. So this runs after INIT: a statfs of the
-// mount blocks until the kernel has processed the INIT reply.
-void SetReadaheadAfterInit(const std::string& mountpoint, unsigned kb) {
+// Raises the mount's read-ahead to `kb` KiB (0: leaves the kernel's):
+// sequential reads of large files need a deeper window than the kernel's
+// 128 KiB to keep the daemon's rings busy. Makes no call on the mount: from
+// the daemon, a call on its own mount waits for its own FUSE loop, forever
+// if the loop has not started yet or a signal has stopped it.
+//
+// The kernel sends INIT while mounting, offering its default read-ahead (the
+// mount's bdi ra_pages, 128 KiB), and when it handles our reply it sets
+// ra_pages = min(bdi ra_pages, the reply's max_readahead). So the bdi's
+// read_ahead_kb is raised here, in sysfs, before the reply exists, and
+// DoInit (ops_table.cc) answers max_readahead = readahead_kb: libfuse lets
+// init() raise it above the offer, and the min keeps our value.
+// REQUIRES: mounted, and the FUSE loop not started (INIT unanswered).
+void RaiseReadahead(const std::string& mountpoint, unsigned kb) {
   if (kb == 0) return;
-  struct statfs sfs;
-  if (statfs(mountpoint.c_str(), &sfs) != 0) return;  // mount already gone
   auto info = FindMount(mountpoint);
-  if (!info) return;
+  if (!info || !absl::StartsWith(info->fstype, "fuse")) {
+    LogWarning("read-ahead left as is: %s is not in the mount table",
+               mountpoint);
+    return;
+  }
   std::string path = absl::StrCat("/sys/class/bdi/", info->major, ":",
                                   info->minor, "/read_ahead_kb");
-  std::ofstream out(path);
-  out << kb;
-  if (!out.good()) LogWarning("could not set %s to %u", path, kb);
+  std::string value = absl::StrCat(kb);
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, value.data(), value.size()) !=
+                    static_cast<ssize_t>(value.size())) {
+    LogWarning("could not set %s to %u: %s", path, kb, strerror(errno));
+  }
+  if (fd >= 0) close(fd);
 }
 
 // Test hook, for tests/integration/startup_signal_test.cc: with
@@ -277,8 +290,9 @@ absl::Status ServeMount(const DaemonOptions& options,
     return st;
   }
   point(kBeforeReadahead);
-  std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
-                        options.readahead_kb);
+  // Before the loop starts: the kernel caps read-ahead when it gets the
+  // loop's INIT reply.
+  RaiseReadahead(options.mountpoint, options.readahead_kb);
   point(kBeforeSessions);
   // usrbio writes bypass the mount: drop what it caches of their ranges.
   std::unique_ptr<session::CacheInvalidator> invalidator;
@@ -307,7 +321,6 @@ absl::Status ServeMount(const DaemonOptions& options,
   int ret = fuse_session_loop_mt(se, config);
   if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
   fuse_loop_cfg_destroy(config);
-  readahead.join();
 
   fuse_remove_signal_handlers(se);
   fuse_session_unmount(se);
