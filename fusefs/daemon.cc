@@ -99,6 +99,32 @@ void RaiseReadahead(const std::string& mountpoint, unsigned kb) {
   if (fd >= 0) close(fd);
 }
 
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread while it lives, so
+// that the threads started meanwhile (they inherit the mask) never take
+// them. libfuse's handler only sets a flag, which the FUSE loop sees when
+// the signal interrupts the loop's own wait in fuse_session_loop_mt (its
+// workers block these signals). Taken by a helper thread instead (the
+// kernel picks any thread that does not block it, e.g. while the loop's
+// thread blocks them to start a worker), the signal would leave the loop
+// serving until the next request: no bounded stop.
+class StopSignalsBlocked {
+ public:
+  StopSignalsBlocked() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &saved_);
+  }
+  ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  StopSignalsBlocked(const StopSignalsBlocked&) = delete;
+  StopSignalsBlocked& operator=(const StopSignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
 // Test hook, for tests/integration/startup_signal_test.cc: with
 // FGDS_TEST_STOP_AT=N in its environment the daemon stops itself (SIGSTOP)
 // at start-up point N of ServeMount, so that a test can signal it in exactly
@@ -221,7 +247,10 @@ absl::Status ServeMount(const DaemonOptions& options,
       options.io_spin_us >= 0
           ? static_cast<unsigned>(options.io_spin_us)
           : (std::thread::hardware_concurrency() >= 8 ? 20u : 0u);
-  auto local = backend::LocalBackend::Create(options.data_dir, engine_options);
+  auto local = [&] {
+    StopSignalsBlocked blocked;  // for the engine's threads
+    return backend::LocalBackend::Create(options.data_dir, engine_options);
+  }();
   if (!local.ok()) {
     ready(local.status());
     return local.status();
@@ -296,15 +325,18 @@ absl::Status ServeMount(const DaemonOptions& options,
   point(kBeforeSessions);
   // usrbio writes bypass the mount: drop what it caches of their ranges.
   std::unique_ptr<session::CacheInvalidator> invalidator;
-  if (!options.direct_io) {
-    invalidator = std::make_unique<session::CacheInvalidator>(
-        [se](uint64_t node, uint64_t offset, uint64_t len) {
-          fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
-                                           static_cast<off_t>(len));
-        });
+  {
+    StopSignalsBlocked blocked;  // for the invalidator's and usrbio's threads
+    if (!options.direct_io) {
+      invalidator = std::make_unique<session::CacheInvalidator>(
+          [se](uint64_t node, uint64_t offset, uint64_t len) {
+            fuse_lowlevel_notify_inval_inode(
+                se, node, static_cast<off_t>(offset), static_cast<off_t>(len));
+          });
+    }
+    StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
+                  invalidator.get(), &usrbio_stats, &sessions);
   }
-  StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
-                invalidator.get(), &usrbio_stats, &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
   point(kBeforeReady);
@@ -322,8 +354,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
   fuse_loop_cfg_destroy(config);
 
-  fuse_remove_signal_handlers(se);
+  // Unmount while the handlers still catch a second signal: its default
+  // action now would kill us and leave a dead mount behind.
   fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
   sessions.reset();  // ends usrbio sessions before the engine goes away
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.
