@@ -296,6 +296,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_lowlevel_ops ops;
   AssignOperations(&ops);
   fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), fs.get());
+  // The session keeps copies of what it needs; parsing may have left heap
+  // copies of the arguments in `args`, ours to free.
+  fuse_opt_free_args(&args);
   if (se == nullptr) {
     absl::Status st = absl::InvalidArgumentError(
         absl::StrCat("libfuse rejected the options: ",
