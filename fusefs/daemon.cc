@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -67,22 +67,82 @@ void RaiseFileLimit() {
   }
 }
 
-// Sets the mount's read-ahead through its backing-device entry in sysfs.
-// The kernel caps FUSE read-ahead at its default (128 KiB) when it handles
-// our INIT reply; sequential reads of large files need a deeper window to
-// keep the daemon's rings busy. So this runs after INIT: a statfs of the
-// mount blocks until the kernel has processed the INIT reply.
-void SetReadaheadAfterInit(const std::string& mountpoint, unsigned kb) {
+// Raises the mount's read-ahead to `kb` KiB (0: leaves the kernel's):
+// sequential reads of large files need a deeper window than the kernel's
+// 128 KiB to keep the daemon's rings busy. Makes no call on the mount: from
+// the daemon, a call on its own mount waits for its own FUSE loop, forever
+// if the loop has not started yet or a signal has stopped it.
+//
+// The kernel sends INIT while mounting, offering its default read-ahead (the
+// mount's bdi ra_pages, 128 KiB), and when it handles our reply it sets
+// ra_pages = min(bdi ra_pages, the reply's max_readahead). So the bdi's
+// read_ahead_kb is raised here, in sysfs, before the reply exists, and
+// DoInit (ops_table.cc) answers max_readahead = readahead_kb: libfuse lets
+// init() raise it above the offer, and the min keeps our value.
+// REQUIRES: mounted, and the FUSE loop not started (INIT unanswered).
+void RaiseReadahead(const std::string& mountpoint, unsigned kb) {
   if (kb == 0) return;
-  struct statfs sfs;
-  if (statfs(mountpoint.c_str(), &sfs) != 0) return;  // mount already gone
   auto info = FindMount(mountpoint);
-  if (!info) return;
+  if (!info || !absl::StartsWith(info->fstype, "fuse")) {
+    LogWarning("read-ahead left as is: %s is not in the mount table",
+               mountpoint);
+    return;
+  }
   std::string path = absl::StrCat("/sys/class/bdi/", info->major, ":",
                                   info->minor, "/read_ahead_kb");
-  std::ofstream out(path);
-  out << kb;
-  if (!out.good()) LogWarning("could not set %s to %u", path, kb);
+  std::string value = absl::StrCat(kb);
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write(fd, value.data(), value.size()) !=
+                    static_cast<ssize_t>(value.size())) {
+    LogWarning("could not set %s to %u: %s", path, kb, strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+}
+
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread while it lives, so
+// that the threads started meanwhile (they inherit the mask) never take
+// them. libfuse's handler only sets a flag, which the FUSE loop sees when
+// the signal interrupts the loop's own wait in fuse_session_loop_mt (its
+// workers block these signals). Taken by a helper thread instead (the
+// kernel picks any thread that does not block it, e.g. while the loop's
+// thread blocks them to start a worker), the signal would leave the loop
+// serving until the next request: no bounded stop.
+class StopSignalsBlocked {
+ public:
+  StopSignalsBlocked() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stop, &saved_);
+  }
+  ~StopSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  StopSignalsBlocked(const StopSignalsBlocked&) = delete;
+  StopSignalsBlocked& operator=(const StopSignalsBlocked&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
+// Test hook, for tests/integration/startup_signal_test.cc: with
+// FGDS_TEST_STOP_AT=N in its environment the daemon stops itself (SIGSTOP)
+// at start-up point N of ServeMount, so that a test can signal it in exactly
+// that state and then continue it. The variable is read once, when
+// ServeMount starts; unset or not a point: no stop. The points, in order
+// (the test knows their count and which ones have the mount):
+enum StartupPoint : int {
+  kBeforeBackend = 1,  // nothing started; no signal handlers yet
+  kBeforeMount,        // backend and signal handlers in place
+  kBeforeReadahead,    // mounted; INIT sent by the kernel, unanswered
+  kBeforeSessions,     // read-ahead raised
+  kBeforeReady,        // usrbio sessions started
+  kBeforeLoop,         // ready() called; the FUSE loop not yet running
+};
+
+int TestStopPoint() {
+  const char* env = getenv("FGDS_TEST_STOP_AT");
+  return env != nullptr ? atoi(env) : 0;
 }
 
 }  // namespace
@@ -173,6 +233,12 @@ absl::Status ServeMount(const DaemonOptions& options,
   // not take anything more away.
   umask(0);
   RaiseFileLimit();
+  const int stop_at = TestStopPoint();
+  auto point = [stop_at](StartupPoint here) {
+    if (here == stop_at) raise(SIGSTOP);
+  };
+
+  point(kBeforeBackend);
 
   backend::BackendConfig backend_config;
   backend_config.name = options.backend;
@@ -184,7 +250,10 @@ absl::Status ServeMount(const DaemonOptions& options,
           ? static_cast<unsigned>(options.io_spin_us)
           : (std::thread::hardware_concurrency() >= 8 ? 20u : 0u);
   std::string warning;
-  auto backend = backend::CreateBackend(backend_config, &warning);
+  auto backend = [&] {
+    StopSignalsBlocked blocked;  // for the engine's threads
+    return backend::CreateBackend(backend_config, &warning);
+  }();
   if (!backend.ok()) {
     ready(backend.status());
     return backend.status();
@@ -227,6 +296,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_lowlevel_ops ops;
   AssignOperations(&ops);
   fuse_session* se = fuse_session_new(&args, &ops, sizeof(ops), fs.get());
+  // The session keeps copies of what it needs; parsing may have left heap
+  // copies of the arguments in `args`, ours to free.
+  fuse_opt_free_args(&args);
   if (se == nullptr) {
     absl::Status st = absl::InvalidArgumentError(
         absl::StrCat("libfuse rejected the options: ",
@@ -240,6 +312,7 @@ absl::Status ServeMount(const DaemonOptions& options,
     ready(st);
     return st;
   }
+  point(kBeforeMount);
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
@@ -248,22 +321,30 @@ absl::Status ServeMount(const DaemonOptions& options,
     ready(st);
     return st;
   }
-  std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
-                        options.readahead_kb);
+  point(kBeforeReadahead);
+  // Before the loop starts: the kernel caps read-ahead when it gets the
+  // loop's INIT reply.
+  RaiseReadahead(options.mountpoint, options.readahead_kb);
+  point(kBeforeSessions);
   // usrbio writes bypass the mount: drop what it caches of their ranges.
   std::unique_ptr<session::CacheInvalidator> invalidator;
-  if (!options.direct_io) {
-    invalidator = std::make_unique<session::CacheInvalidator>(
-        [se](uint64_t node, uint64_t offset, uint64_t len) {
-          fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
-                                           static_cast<off_t>(len));
-        });
+  {
+    StopSignalsBlocked blocked;  // for the invalidator's and usrbio's threads
+    if (!options.direct_io) {
+      invalidator = std::make_unique<session::CacheInvalidator>(
+          [se](uint64_t node, uint64_t offset, uint64_t len) {
+            fuse_lowlevel_notify_inval_inode(
+                se, node, static_cast<off_t>(offset), static_cast<off_t>(len));
+          });
+    }
+    StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
+                  invalidator.get(), &usrbio_stats, &sessions);
   }
-  StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
-                invalidator.get(), &usrbio_stats, &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
+  point(kBeforeReady);
   ready(absl::OkStatus());
+  point(kBeforeLoop);
 
   fuse_loop_config* config = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(config, 1);
@@ -275,10 +356,11 @@ absl::Status ServeMount(const DaemonOptions& options,
   int ret = fuse_session_loop_mt(se, config);
   if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
   fuse_loop_cfg_destroy(config);
-  readahead.join();
 
-  fuse_remove_signal_handlers(se);
+  // Unmount while the handlers still catch a second signal: its default
+  // action now would kill us and leave a dead mount behind.
   fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
   sessions.reset();  // ends usrbio sessions before the engine goes away
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.

@@ -23,6 +23,10 @@ absl::Status PrepareMount(DaemonOptions& options);
 
 // Mounts and serves until unmounted or signalled. Calls `ready` exactly once:
 // with OK once the mount is live, or with the error that stopped it.
+// SIGTERM, SIGINT or SIGHUP at any point, start-up included, ends it in
+// bounded time with the mount gone: nothing waits on the mount or on the
+// FUSE loop (tests/integration/startup_signal_test.cc; the test hook
+// FGDS_TEST_STOP_AT is described in daemon.cc).
 absl::Status ServeMount(const DaemonOptions& options,
                         const std::function<void(const absl::Status&)>& ready);
 

@@ -1,5 +1,8 @@
 // The libfuse operation table and connection setup.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "fusefs/filesystem.h"
 
@@ -27,6 +30,14 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   // flight to keep the io_uring rings busy.
   conn->max_background = 64;
   conn->congestion_threshold = 48;
+  // The kernel keeps the smaller of this and the read-ahead the daemon set
+  // in sysfs before this reply (RaiseReadahead in daemon.cc); libfuse
+  // offers the kernel's default (128 KiB), which would undo it.
+  if (fs->options.readahead_kb != 0) {
+    conn->max_readahead = static_cast<unsigned>(
+        std::min<uint64_t>(uint64_t{fs->options.readahead_kb} * 1024,
+                           std::numeric_limits<unsigned>::max()));
+  }
 }
 
 }  // namespace

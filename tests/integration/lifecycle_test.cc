@@ -162,6 +162,34 @@ TEST_F(LifecycleTest, SigtermUnmountsCleanly) {
   EXPECT_FALSE(IsFuseMount(mnt));
 }
 
+// The read-ahead asked for is the mount's as soon as the mount answers: the
+// daemon raises it in sysfs before it answers INIT, with no call on its own
+// mount (which, waiting for its own loop, hung the daemon at SIGTERM).
+TEST_F(LifecycleTest, ReadaheadIsSetOnceTheMountAnswers) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string kb;  // what sysfs must say
+  };
+  const Case kCases[] = {
+      {{}, "4096"},  // the default
+      {{"--readahead-kb", "8192"}, "8192"},
+      {{"--readahead-kb", "64"}, "64"},
+  };
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.kb);
+    MountOptions options;
+    options.extra_args = c.args;
+    auto fs = MountedFs::Start(options);
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    std::string device = MountDevice((*fs)->mountpoint());
+    ASSERT_NE(device, "");
+    std::ifstream in("/sys/class/bdi/" + device + "/read_ahead_kb");
+    std::string kb;
+    in >> kb;
+    EXPECT_EQ(kb, c.kb);
+  }
+}
+
 // A killed daemon must never hang its clients: readers in flight and later
 // accesses fail with ENOTCONN, and a new mount needs no manual cleanup.
 TEST_F(LifecycleTest, KilledDaemonGivesEnotconnAndRemountWorks) {

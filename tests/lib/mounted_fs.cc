@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace fgds::testing {
 namespace {
@@ -31,6 +34,36 @@ absl::Status ErrnoStatus(int err, const std::string& what) {
 bool IsFuseMount(const std::string& path) {
   struct statfs sfs;
   return statfs(path.c_str(), &sfs) == 0 && sfs.f_type == kFuseSuperMagic;
+}
+
+std::string MountDevice(const std::string& path) {
+  // Resolve the parent only: resolving `path` itself would look up the
+  // mount's root, which asks its daemon.
+  std::filesystem::path p(path);
+  char parent[PATH_MAX];
+  if (realpath(p.parent_path().c_str(), parent) == nullptr) return "";
+  std::string want = (std::filesystem::path(parent) / p.filename()).string();
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, device;
+  while (std::getline(in, line)) {
+    // id parent major:minor root mountpoint ...; mountinfo writes a space,
+    // tab, newline or backslash in a path as \ooo.
+    std::vector<std::string> fields = absl::StrSplit(line, ' ');
+    if (fields.size() < 5) continue;
+    std::string mountpoint;
+    const std::string& f = fields[4];
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (f[i] == '\\' && i + 3 < f.size()) {
+        mountpoint.push_back(static_cast<char>(
+            (f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0')));
+        i += 3;
+      } else {
+        mountpoint.push_back(f[i]);
+      }
+    }
+    if (mountpoint == want) device = fields[2];  // the last one is on top
+  }
+  return device;
 }
 
 std::string FgdsBinary() {

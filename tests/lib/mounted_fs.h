@@ -70,6 +70,12 @@ class MountedFs {
 // True if `path` is the root of a live FUSE mount.
 bool IsFuseMount(const std::string& path);
 
+// The device ("major:minor") of the topmost mount at exactly `path`, read
+// from /proc/self/mountinfo; empty if nothing is mounted there. Unlike
+// IsFuseMount it never touches the mount, so it cannot hang on a daemon
+// that stopped serving.
+std::string MountDevice(const std::string& path);
+
 // Path of the fgds binary under test (set by CMake).
 std::string FgdsBinary();
 
