@@ -257,7 +257,8 @@ absl::Status ServeMount(const DaemonOptions& options,
         [se](uint64_t node, uint64_t offset, uint64_t len) {
           fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
                                            static_cast<off_t>(len));
-        });
+        },
+        /*may_hold_dirty_pages=*/true);
   }
   StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
                 invalidator.get(), &usrbio_stats, &sessions);
