@@ -250,16 +250,17 @@ absl::Status ServeMount(const DaemonOptions& options,
   }
   std::thread readahead(SetReadaheadAfterInit, options.mountpoint,
                         options.readahead_kb);
-  // usrbio writes bypass the mount: drop what it caches of their ranges.
-  std::unique_ptr<session::CacheInvalidator> invalidator;
-  if (!options.direct_io) {
-    invalidator = std::make_unique<session::CacheInvalidator>(
-        [se](uint64_t node, uint64_t offset, uint64_t len) {
-          fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
-                                           static_cast<off_t>(len));
-        },
-        /*may_hold_dirty_pages=*/true);
-  }
+  // usrbio writes bypass the mount: its page cache is kept coherent with
+  // them (cache_invalidator.h), in every mode. With direct I/O, reads and
+  // writes skip the page cache and shared mappings are refused (we cannot
+  // ask libfuse 3.14 for FUSE_DIRECT_IO_ALLOW_MMAP), so no page is ever
+  // dirty there; private mappings still cache clean pages, which must go.
+  auto invalidator = std::make_unique<session::CacheInvalidator>(
+      [se](uint64_t node, uint64_t offset, uint64_t len) {
+        fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
+                                         static_cast<off_t>(len));
+      },
+      /*may_hold_dirty_pages=*/!options.direct_io);
   StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
                 invalidator.get(), &usrbio_stats, &sessions);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
@@ -281,6 +282,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_remove_signal_handlers(se);
   fuse_session_unmount(se);
   sessions.reset();  // ends usrbio sessions before the engine goes away
+  // Writes that wait for a write-back of the mount's pages go to the engine
+  // from the invalidator's thread: hand them over while it exists.
+  invalidator->Flush();
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.
   fs.reset();
