@@ -23,10 +23,10 @@
 //
 // A write through the mount that overlaps a usrbio write in time may dirty
 // the range between 1 and 3; 3 then writes its page back over the usrbio
-// bytes. The two writes were concurrent, so no order is owed to them,
-// except that a partial-page writer's page carries its own old copy of the
-// rest of the page (a whole-page writeback, as on any page-cached network
-// filesystem).
+// bytes. The two writes were concurrent, so either order is right; but the
+// page goes back whole, with the kernel's old copy of the bytes that POSIX
+// write did not touch, so usrbio bytes next to a concurrent partial-page
+// write may revert too (as on any page-cached network filesystem).
 //
 // The invalidation (fuse_lowlevel_notify_inval_inode) may wait in the
 // kernel for page locks that in-flight FUSE reads hold, and for the FUSE
