@@ -326,17 +326,20 @@ absl::Status ServeMount(const DaemonOptions& options,
   // loop's INIT reply.
   RaiseReadahead(options.mountpoint, options.readahead_kb);
   point(kBeforeSessions);
-  // usrbio writes bypass the mount: drop what it caches of their ranges.
+  // usrbio writes bypass the mount: its page cache is kept coherent with
+  // them (cache_invalidator.h), in every mode. With direct I/O, reads and
+  // writes skip the page cache and shared mappings are refused (we cannot
+  // ask libfuse 3.14 for FUSE_DIRECT_IO_ALLOW_MMAP), so no page is ever
+  // dirty there; private mappings still cache clean pages, which must go.
   std::unique_ptr<session::CacheInvalidator> invalidator;
   {
     StopSignalsBlocked blocked;  // for the invalidator's and usrbio's threads
-    if (!options.direct_io) {
-      invalidator = std::make_unique<session::CacheInvalidator>(
-          [se](uint64_t node, uint64_t offset, uint64_t len) {
-            fuse_lowlevel_notify_inval_inode(
-                se, node, static_cast<off_t>(offset), static_cast<off_t>(len));
-          });
-    }
+    invalidator = std::make_unique<session::CacheInvalidator>(
+        [se](uint64_t node, uint64_t offset, uint64_t len) {
+          fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
+                                           static_cast<off_t>(len));
+        },
+        /*may_hold_dirty_pages=*/!options.direct_io);
     StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
                   invalidator.get(), &usrbio_stats, &sessions);
   }
@@ -362,6 +365,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   sessions.reset();  // ends usrbio sessions before the engine goes away
+  // Writes that wait for a write-back of the mount's pages go to the engine
+  // from the invalidator's thread: hand them over while it exists.
+  invalidator->Flush();
   // Drain the I/O engine while the session can still take (and drop)
   // replies, then tear the session down.
   fs.reset();

@@ -7,8 +7,10 @@
 
 namespace fgds::session {
 
-CacheInvalidator::CacheInvalidator(InvalidateFn invalidate)
+CacheInvalidator::CacheInvalidator(InvalidateFn invalidate,
+                                   bool may_hold_dirty_pages)
     : invalidate_(std::move(invalidate)),
+      may_hold_dirty_pages_(may_hold_dirty_pages),
       thread_(&CacheInvalidator::Loop, this) {}
 
 CacheInvalidator::~CacheInvalidator() {
@@ -20,13 +22,37 @@ CacheInvalidator::~CacheInvalidator() {
   thread_.join();
 }
 
-void CacheInvalidator::Invalidate(uint64_t node, uint64_t offset, uint64_t len,
+void CacheInvalidator::Invalidate(std::span<const Range> ranges,
                                   std::function<void()> done) {
+  if (ranges.empty()) {
+    if (done) done();
+    return;
+  }
   {
     fgds::MutexLock lock(&mu_);
-    queue_.push_back({node, offset, offset + len, std::move(done)});
+    // Under one lock, so one round takes them all; the last entry carries
+    // `done`, which the round runs after every call of the round.
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const Range& r = ranges[i];
+      queue_.push_back(
+          {r.node, r.offset, r.offset + r.len,
+           i + 1 == ranges.size() ? std::move(done) : std::function<void()>()});
+    }
+    queued_ += ranges.size();
   }
   work_.Signal();
+}
+
+void CacheInvalidator::Invalidate(uint64_t node, uint64_t offset, uint64_t len,
+                                  std::function<void()> done) {
+  const Range range = {node, offset, len};
+  Invalidate(std::span(&range, 1), std::move(done));
+}
+
+void CacheInvalidator::Flush() {
+  fgds::MutexLock lock(&mu_);
+  const uint64_t target = queued_;
+  while (finished_ < target) flushed_.Wait(&mu_);
 }
 
 void CacheInvalidator::Loop() {
@@ -51,7 +77,14 @@ void CacheInvalidator::Loop() {
     for (const auto& [node, range] : ranges) {
       invalidate_(node, range.first, range.second - range.first);
     }
-    for (Pending& p : round) p.done();
+    for (Pending& p : round) {
+      if (p.done) p.done();
+    }
+    {
+      fgds::MutexLock lock(&mu_);
+      finished_ += round.size();
+    }
+    flushed_.SignalAll();
     round.clear();
     ranges.clear();
   }

@@ -1,7 +1,9 @@
 #include "fusefs/session/cache_invalidator.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <span>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -30,10 +32,12 @@ TEST(CacheInvalidatorTest, DoneRunsOnlyAfterItsRangeIsInvalidated) {
   std::atomic<int> done{0};
   std::atomic<int> uncovered{0};
   {
-    CacheInvalidator inv([&](uint64_t node, uint64_t off, uint64_t len) {
-      fgds::MutexLock lock(&rec.mu);
-      rec.calls.emplace_back(node, off, len);
-    });
+    CacheInvalidator inv(
+        [&](uint64_t node, uint64_t off, uint64_t len) {
+          fgds::MutexLock lock(&rec.mu);
+          rec.calls.emplace_back(node, off, len);
+        },
+        /*may_hold_dirty_pages=*/true);
     std::vector<std::thread> threads;
     for (int t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
@@ -67,15 +71,17 @@ TEST(CacheInvalidatorTest, RangesOfOneRoundMergePerNode) {
   Recorder rec;
   int first_calls = 0;
   {
-    CacheInvalidator inv([&](uint64_t node, uint64_t off, uint64_t len) {
-      {
-        fgds::MutexLock lock(&gate_mu);
-        // Hold the first round until the rest is queued behind it.
-        while (!gate_open && first_calls++ == 0) gate.Wait(&gate_mu);
-      }
-      fgds::MutexLock lock(&rec.mu);
-      rec.calls.emplace_back(node, off, len);
-    });
+    CacheInvalidator inv(
+        [&](uint64_t node, uint64_t off, uint64_t len) {
+          {
+            fgds::MutexLock lock(&gate_mu);
+            // Hold the first round until the rest is queued behind it.
+            while (!gate_open && first_calls++ == 0) gate.Wait(&gate_mu);
+          }
+          fgds::MutexLock lock(&rec.mu);
+          rec.calls.emplace_back(node, off, len);
+        },
+        /*may_hold_dirty_pages=*/true);
     inv.Invalidate(1, 0, 10, [] {});
     // Give the thread time to start the first round (it blocks on the gate).
     while (true) {
@@ -95,6 +101,62 @@ TEST(CacheInvalidatorTest, RangesOfOneRoundMergePerNode) {
   ASSERT_EQ(rec.calls.size(), 2u);
   EXPECT_EQ(rec.calls[1],
             std::make_tuple(uint64_t{2}, uint64_t{50}, uint64_t{255}));
+}
+
+// A batch's writes wait for one callback after all of their ranges (ring.cc
+// step 1): every range is invalidated, in one round, before it runs.
+TEST(CacheInvalidatorTest, RangesQueuedTogetherShareOneDone) {
+  Recorder rec;
+  std::atomic<int> done{0};
+  bool covered = false;
+  {
+    CacheInvalidator inv(
+        [&](uint64_t node, uint64_t off, uint64_t len) {
+          fgds::MutexLock lock(&rec.mu);
+          rec.calls.emplace_back(node, off, len);
+        },
+        /*may_hold_dirty_pages=*/true);
+    const CacheInvalidator::Range ranges[] = {
+        {7, 0, 4096}, {8, 100, 100}, {7, 65536, 4096}};
+    inv.Invalidate(ranges, [&] {
+      covered = rec.Covered(7, 0, 4096) && rec.Covered(8, 100, 100) &&
+                rec.Covered(7, 65536, 4096);
+      ++done;
+    });
+    inv.Flush();
+    EXPECT_EQ(done.load(), 1);
+    EXPECT_TRUE(covered);
+    // One call per node: the two ranges of node 7 merged.
+    fgds::MutexLock lock(&rec.mu);
+    EXPECT_EQ(rec.calls.size(), 2u);
+  }
+  // No ranges: nothing to wait for.
+  CacheInvalidator inv([](uint64_t, uint64_t, uint64_t) { FAIL(); },
+                       /*may_hold_dirty_pages=*/false);
+  EXPECT_FALSE(inv.may_hold_dirty_pages());
+  inv.Invalidate(std::span<const CacheInvalidator::Range>(), [&] { ++done; });
+  EXPECT_EQ(done.load(), 2);
+}
+
+// Flush returns only after the callbacks queued before it ran (the daemon
+// hands held writes to its engine that way before the engine goes), even
+// while calls are slow.
+TEST(CacheInvalidatorTest, FlushWaitsForQueuedCallbacks) {
+  std::atomic<int> calls{0};
+  std::atomic<int> done{0};
+  CacheInvalidator inv(
+      [&](uint64_t, uint64_t, uint64_t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        ++calls;
+      },
+      /*may_hold_dirty_pages=*/true);
+  for (uint64_t i = 0; i < 50; ++i) {
+    inv.Invalidate(i, 0, 4096, [&] { ++done; });
+  }
+  inv.Flush();
+  EXPECT_EQ(done.load(), 50);
+  EXPECT_GE(calls.load(), 1);
+  inv.Flush();  // nothing queued: returns at once
 }
 
 }  // namespace

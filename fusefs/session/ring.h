@@ -65,7 +65,9 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
   // Posts one completion; called on engine threads and by the worker.
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
-  // Writes' completions wait for this (null: none); see cache_invalidator.h.
+  // Writes wait for this before they start (where the mount may hold dirty
+  // pages) and their completions after they end (null: neither); see
+  // cache_invalidator.h.
   CacheInvalidator* invalidator() const { return invalidator_; }
   // Counts each completed entry (null: no counting).
   IoStats* stats() const { return stats_; }

@@ -40,8 +40,8 @@ struct SessionContext {
   backend::Backend* backend = nullptr;
   // st_dev of the mount as clients see it: a registered fd must be on it.
   dev_t mount_dev = 0;
-  // Drops the mount's cached pages after usrbio writes; null: none (a
-  // daemon without a mount, tests).
+  // Keeps the mount's page cache coherent with usrbio writes; null: none
+  // (a daemon without a mount, tests).
   CacheInvalidator* invalidator = nullptr;
   // Counts every ring's completed entries (/.fgds/stats); null: none. Must
   // outlive the engine's I/O, which completes after sessions end.
