@@ -381,6 +381,53 @@ TEST_F(RingTest, NeverTakesMoreEntriesThanTheCqHasRoomFor) {
   for (auto& [userdata, cqe] : by) EXPECT_EQ(cqe.result, 4096) << userdata;
 }
 
+TEST_F(RingTest, ARingWaitingForCqRoomWakesWhenTheClientReaps) {
+  // The client kicks after reaping only if it sees NEED_WAKEUP; a worker
+  // that found no CQ room must notice the room on its own until that flag
+  // is up. A long spin (flag down) makes the window wide: the reap lands
+  // in it, and a worker that waited only for submissions would then sleep
+  // with room in the CQ and entries in the SQ, for good. The reap can
+  // still come before the worker looks, so a few rounds.
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE(round);
+    Start(8, 1, 0, 0, /*spin_us=*/1000000);  // SQ 8, CQ 16
+    // The worker signals each round's completions: the test sees when it
+    // has left SubmitIo and is about to look for room.
+    client_->set_cq_flags(FGDS_RING_CQ_ALWAYS_NOTIFY);
+    const size_t base = backend_.requests().size();
+    backend_.HoldSubmits(true);
+    uint64_t next = 0;
+    auto submit8 = [&] {
+      std::vector<fgds_sqe> sqes;
+      for (int i = 0; i < 8; ++i, ++next) {
+        sqes.push_back(ReadSqe(kRw, 0, 0, next * 4096, 4096, next));
+      }
+      client_->Submit(sqes);
+    };
+    submit8();
+    ASSERT_TRUE(backend_.WaitForBlockedSubmit());
+    submit8();
+    backend_.ReleaseSubmit();
+    ASSERT_TRUE(backend_.WaitForBlockedSubmit());
+    std::vector<FakeBackend::Done> dones;
+    for (size_t i = 0; i < 16; ++i) {
+      dones.push_back({base + i, 4096, IoPath::kDirect});
+    }
+    backend_.Complete(dones);  // the CQ is full of unreaped completions
+    submit8();
+    client_->TakeCompletionSignal();
+    backend_.HoldSubmits(false);  // the worker finds no room, waits for it
+    ASSERT_TRUE(client_->WaitForCompletionSignal());
+    EXPECT_EQ(client_->Reap().size(), 16u);
+    client_->Kick();  // as the library does: only if the flag is up
+    ASSERT_TRUE(backend_.WaitForRequests(base + 24));
+    EXPECT_EQ(client_->sq_head(), 24u);
+    ring_->Stop();
+    backend_.CompleteRest(-ECANCELED);
+    ring_.reset();
+  }
+}
+
 TEST_F(RingTest, ACorruptedCqHeadStallsTheRingInsteadOfOverwriting) {
   Start(8, 1, 0);
   backend_.HoldSubmits(true);
