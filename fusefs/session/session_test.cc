@@ -533,5 +533,15 @@ TEST_F(SessionTest, ClosingWithIoInFlightReleasesWhenTheIoCompletes) {
   EXPECT_EQ(cqes[0].path, FGDS_PATH_PAGE_CACHE);
 }
 
+TEST_F(SessionTest, AnEmptyPacketWithDescriptorsLeaksNone) {
+  ConnectAndHello();
+  int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  ASSERT_TRUE(SendPacket(client_, nullptr, 0, {memfd}));
+  close(memfd);
+  // However the daemon takes it, the descriptor must not stay with it.
+  Disconnect();
+  EXPECT_EQ(OpenFdCount(), baseline_fds_);
+}
+
 }  // namespace
 }  // namespace fgds::session
