@@ -254,6 +254,7 @@ class StagerTest : public ::testing::Test {
     session_.sock = sock_[0];
     io_ = std::make_unique<TestIor>(&session_, entries);
     daemon_ = std::make_unique<TestDaemon>(&io_->ior, &trace_);
+    slots_ = slots;
 
     dev_ = fake_.Alloc(dev_size);
     ops_.set_base(dev_);
@@ -296,6 +297,18 @@ class StagerTest : public ::testing::Test {
     host_iov_.memfd = -1;
     host_iov_.session = &session_;
     daemon_->iovs[kHostIovId] = {host_.data(), host_.size()};
+  }
+
+  // Drops the ior (and its stager) and makes a new one on the same iovs
+  // and file.
+  void ReplaceIor(uint32_t entries) {
+    std::vector<uint8_t> file = daemon_->file;
+    io_ = std::make_unique<TestIor>(&session_, entries);
+    daemon_ = std::make_unique<TestDaemon>(&io_->ior, &trace_);
+    daemon_->file = std::move(file);
+    daemon_->iovs[kStagingId] = {staging_, slots_ * kChunk};
+    daemon_->iovs[kHostIovId] = {host_.data(), host_.size()};
+    done_.clear();
   }
 
   void TearDown() override {
@@ -373,6 +386,7 @@ class StagerTest : public ::testing::Test {
   std::unique_ptr<TestDaemon> daemon_;
   uint64_t dev_ = 0;
   char* staging_ = nullptr;
+  uint32_t slots_ = 0;
   GpuIov gpu_;
   fgds_iov iov_ = {};
   std::vector<char> host_;
@@ -647,6 +661,33 @@ TEST_F(StagerTest, AnotherIorCannotUseTheIovWhileThisOneHasEntriesOnIt) {
   delete StagerOf(&other.ior);
   other.ior.gpu = nullptr;
   ExpectIdle();
+}
+
+TEST_F(StagerTest, DroppingAnIorWithAnUnreapedCompletionFreesItsIov) {
+  // fgds_ior_destroy wants every completion reaped first; an application
+  // that gives up on an ior anyway must not leave its GPU iov owned.
+  Make(8, 2);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->Serve(), 1);
+  // Moves the request to finished (copy done) without reaping it.
+  ASSERT_EQ(fgds_ior_peek(&io_->ior, nullptr, 0), 0);
+  ASSERT_EQ(fgds_ior_peek(&io_->ior, nullptr, 0), 0);
+  ReplaceIor(8);
+  {
+    std::lock_guard<std::mutex> lock(gpu_.owner_mu);
+    EXPECT_EQ(gpu_.owner, nullptr);
+    EXPECT_EQ(gpu_.owner_requests, 0u);
+  }
+  // Two iors in turn, each reaping everything: neither may get -EBUSY.
+  for (uint64_t userdata : {2, 3}) {
+    ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, kChunk, userdata), 0);
+    ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+    Drive(1);
+    EXPECT_EQ(done_[userdata].result, static_cast<int64_t>(kChunk));
+    ExpectIdle();
+    ReplaceIor(8);
+  }
 }
 
 }  // namespace
