@@ -356,7 +356,14 @@ void Ring::Sleep(uint64_t deadline_ns, uint32_t seen_tail) {
   auto woken = [&] {
     return fgds_load_acquire(&header_->sq_tail.value) != seen_tail ||
            notify_pending_.load(std::memory_order_seq_cst) ||
-           stop_.load(std::memory_order_relaxed);
+           stop_.load(std::memory_order_relaxed) ||
+           // Waiting for CQ room: the client reaping makes it, and kicks
+           // only if it sees NEED_WAKEUP (its store cq_head; fence; read
+           // the flag in fgds_ior_peek). Re-checking the room here, also
+           // after our flag and fence, is our half of that handshake;
+           // without it a reap just before the flag went up was lost and
+           // the ring slept with entries waiting and room for them.
+           (starved_.load(std::memory_order_relaxed) && Room() > 0);
   };
   if (spin_ns_ > 0) {
     const uint64_t spin_end = NowNs() + spin_ns_;

@@ -97,7 +97,14 @@ void Session::Run() {
     int fds[FGDS_WIRE_MAX_FDS];
     int nfds = 0;
     ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds);
-    if (n == 0 || (n < 0 && n != -EPROTO)) break;  // gone or shut down
+    if (n == 0) {
+      // End of stream, or an empty packet (on SOCK_SEQPACKET they read
+      // the same): the session ends either way, and descriptors that came
+      // with an empty packet are ours to close.
+      for (int i = 0; i < nfds; ++i) close(fds[i]);
+      break;
+    }
+    if (n < 0 && n != -EPROTO) break;  // gone or shut down
     Request request;
     int err = n < 0 ? -EPROTO
                     : ParseRequest(buf, static_cast<size_t>(n), nfds, &request);

@@ -20,12 +20,15 @@ void* StagingAt(const GpuIov* iov, const Slot* slot) {
 }  // namespace
 
 Stager::~Stager() {
-  // Only never-submitted requests can be left (REQUIRES of
-  // fgds_ior_destroy: nothing in flight).
+  // Only never-submitted requests, and finished ones nobody reaped, can
+  // be left (REQUIRES of fgds_ior_destroy: nothing in flight).
   for (Fifo<Request>* list : {&prepared_, &active_, &finished_}) {
     while (!list->empty()) {
       Request* request = list->pop();
-      request->iov->Release();
+      // A finished request gave its iov back already (MaybeFinishLocked);
+      // a second Release would wrap the iov's count and leave it owned
+      // by this dead ior: -EBUSY for every other ior from then on.
+      if (list != &finished_) request->iov->Release();
       delete request;
     }
   }
