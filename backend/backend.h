@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/io_engine.h"
+#include "backend/io_aliases.h"
 
 namespace fgds::backend {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "backend/inline_engine.h"
+#include "backend/io_aliases.h"
 #include "fusefs/control_dir.h"
 #include "fusefs/filesystem.h"
 

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "backend/io_engine.h"
+#include "backend/io_aliases.h"
 #include "common/mutex.h"
 #include "common/spin_lock.h"
 #include "fgds/usrbio_ring.h"

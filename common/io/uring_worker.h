@@ -1,4 +1,4 @@
-// File: backend/uring_worker.h
+// File: common/io/uring_worker.h
 //
 // UringWorker: one thread that owns one io_uring, both its submission and
 // its completion side, so nothing about the ring is shared or locked. Work
@@ -9,8 +9,8 @@
 // Reads of page-cached data complete inside io_uring_enter, so a worker
 // spends its time copying: several workers copy in parallel, which is what
 // the engine's split and spread (io_plan.h) are for.
-#ifndef FGDS_BACKEND_URING_WORKER_H_
-#define FGDS_BACKEND_URING_WORKER_H_
+#ifndef FGDS_COMMON_IO_URING_WORKER_H_
+#define FGDS_COMMON_IO_URING_WORKER_H_
 
 #include <liburing.h>
 
@@ -24,10 +24,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "backend/io_engine.h"
+#include "common/io/io_engine.h"
 #include "common/mutex.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 // One transfer. The worker retries short transfers and EAGAIN/EINTR for the
 // remainder and then calls Finish once, on its thread, with the bytes moved
@@ -99,6 +99,6 @@ class UringWorker {
   unsigned inflight_ = 0;
 };
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_URING_WORKER_H_
+#endif  // FGDS_COMMON_IO_URING_WORKER_H_

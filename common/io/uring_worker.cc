@@ -1,4 +1,4 @@
-#include "backend/uring_worker.h"
+#include "common/io/uring_worker.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -11,7 +11,7 @@
 
 #include "common/errno_status.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
 
 // io_uring lengths are 32-bit; longer items go in pieces of this size
@@ -237,4 +237,4 @@ void UringWorker::FailForever() {
   }
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io

@@ -1,16 +1,19 @@
-// File: backend/io_engine.h
+// File: common/io/io_engine.h
 //
-// IoEngine: the asynchronous, batched data-path interface every backend's
-// file I/O goes through (FUSE reads and writes, usrbio rings; the remote
-// backend later). A request names an fd, a buffer, a length and an
+// IoEngine: the asynchronous, batched data path every file transfer of
+// FGDS goes through: the daemon's (FUSE reads and writes, usrbio rings, the
+// remote backend later) and libfgds's (staging slots of the direct API).
+// Each process instantiates its own engines; there is one implementation,
+// here, in a library both sides link (fgds_io: the client library must not
+// link backend/). A request names an fd, a buffer, a length and an
 // offset; the engine transfers the whole length (retrying short transfers)
 // and calls the request's completion exactly once, on an engine thread, with
 // the bytes transferred (fewer than asked only at end of file for reads) or
 // -errno.
 //
 // Thread safety: Submit may be called from any number of threads at once.
-#ifndef FGDS_BACKEND_IO_ENGINE_H_
-#define FGDS_BACKEND_IO_ENGINE_H_
+#ifndef FGDS_COMMON_IO_IO_ENGINE_H_
+#define FGDS_COMMON_IO_IO_ENGINE_H_
 
 #include <sys/types.h>
 
@@ -20,7 +23,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 // IoCompletion receives a request's result. The object must stay alive until
 // Complete is called; Complete may delete it.
@@ -88,6 +91,6 @@ std::unique_ptr<IoEngine> CreateIoEngine(
 int64_t SubmitAndWait(IoEngine& engine, IoOp op, int fd, void* buf, size_t len,
                       uint64_t offset);
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_IO_ENGINE_H_
+#endif  // FGDS_COMMON_IO_IO_ENGINE_H_

@@ -1,11 +1,11 @@
-#include "backend/uring_engine.h"
+#include "common/io/uring_engine.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
 
 // The common case, one request in one piece: the item completes the
@@ -140,4 +140,4 @@ void UringEngine::Submit(std::span<const IoRequest> batch) {
   }
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io

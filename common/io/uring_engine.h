@@ -1,4 +1,4 @@
-// File: backend/uring_engine.h
+// File: common/io/uring_engine.h
 //
 // UringEngine: IoEngine on io_uring, as a pool of UringWorkers (one thread,
 // one ring each; uring_worker.h). Submit plans each batch (io_plan.h:
@@ -10,19 +10,19 @@
 // run on worker threads with no engine lock held, so a completion may
 // Submit again. How much is queued is bounded by the callers (a usrbio ring
 // by its completion queue, FUSE by its threads).
-#ifndef FGDS_BACKEND_URING_ENGINE_H_
-#define FGDS_BACKEND_URING_ENGINE_H_
+#ifndef FGDS_COMMON_IO_URING_ENGINE_H_
+#define FGDS_COMMON_IO_URING_ENGINE_H_
 
 #include <atomic>
 #include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/io_engine.h"
-#include "backend/io_plan.h"
-#include "backend/uring_worker.h"
+#include "common/io/io_engine.h"
+#include "common/io/io_plan.h"
+#include "common/io/uring_worker.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 class UringEngine : public IoEngine {
  public:
@@ -43,6 +43,6 @@ class UringEngine : public IoEngine {
   std::atomic<unsigned> next_worker_{0};
 };
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_URING_ENGINE_H_
+#endif  // FGDS_COMMON_IO_URING_ENGINE_H_

@@ -1,8 +1,8 @@
-#include "backend/io_plan.h"
+#include "common/io/io_plan.h"
 
 #include <algorithm>
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
 
 // Whether `next` continues `prev` in the file and in memory.
@@ -87,4 +87,4 @@ int64_t RequestResult(const UnitOutcome& outcome, uint64_t start,
   return outcome.error;
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
