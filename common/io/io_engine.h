@@ -25,6 +25,8 @@
 
 namespace fgds::io {
 
+class UringOs;  // uring_os.h
+
 // IoCompletion receives a request's result. The object must stay alive until
 // Complete is called; Complete may delete it.
 class IoCompletion {
@@ -70,6 +72,9 @@ struct IoEngineOptions {
   // Use io_uring; when false, or when io_uring is unavailable (disabled by
   // sysctl, seccomp, old kernel), requests run inline in Submit.
   bool use_io_uring = true;
+  // The system calls of the io_uring workers (uring_os.h); null: the real
+  // ones. Not owned; must outlive the engine. Tests inject faults here.
+  UringOs* uring_os = nullptr;
 };
 
 class IoEngine {

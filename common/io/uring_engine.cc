@@ -89,8 +89,9 @@ absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
                                           1u, kMaxDefaultWorkers));
   }
   for (int i = 0; i < workers; ++i) {
-    auto worker = UringWorker::Create(options.queue_depth,
-                                      uint64_t{options.spin_us} * 1000);
+    auto worker =
+        UringWorker::Create(options.queue_depth,
+                            uint64_t{options.spin_us} * 1000, options.uring_os);
     if (!worker.ok()) return worker.status();
     engine->workers_.push_back(*std::move(worker));
   }

@@ -20,44 +20,56 @@ constexpr size_t kMaxTransfer = size_t{1} << 30;
 // user_data of the eventfd poll that wakes the worker (items are pointers,
 // never 0).
 constexpr uint64_t kWakeTag = 0;
+// Submissions interrupted by a signal are retried this often, then the
+// entries count as refused.
+constexpr int kSubmitAttempts = 4;
+// While waiting through io_uring fails, poll(2) watches the ring's fd and
+// the eventfd instead; this bounds a wakeup it might miss.
+constexpr int kFallbackPollMs = 50;
+
+// Refusals that the kernel's own completions can cure (it lacked memory or
+// completion-queue room), or a signal.
+bool Transient(int error) {
+  return error == -EAGAIN || error == -EBUSY || error == -EINTR;
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<UringWorker>> UringWorker::Create(
-    unsigned depth, uint64_t spin_ns) {
+    unsigned depth, uint64_t spin_ns, UringOs* os) {
   std::unique_ptr<UringWorker> worker(new UringWorker());
+  worker->os_ = os != nullptr ? os : UringOs::Default();
   worker->spin_ns_ = spin_ns;
   worker->depth_ = std::max(depth, 2u);
   io_uring_params params = {};
-  int ret =
-      io_uring_queue_init_params(worker->depth_, &worker->uring_, &params);
+  int ret = worker->os_->QueueInit(worker->depth_, &worker->uring_, &params);
   if (ret < 0) return PosixError("io_uring_queue_init", -ret);
+  worker->ring_initialized_ = true;
   // One slot stays free for re-arming the wake poll.
   worker->depth_ = std::min(worker->depth_, params.sq_entries) - 1;
-  worker->wake_efd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (worker->wake_efd_ < 0) {
-    int err = errno;
-    io_uring_queue_exit(&worker->uring_);
-    return PosixError("eventfd", err);
-  }
+  const int efd = worker->os_->EventFd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (efd < 0) return PosixError("eventfd", -efd);  // the ring goes with it
+  worker->wake_efd_ = efd;
   worker->thread_ = std::thread(&UringWorker::Loop, worker.get());
   return worker;
 }
 
 UringWorker::~UringWorker() {
-  bool wake;
-  {
-    MutexLock lock(&mu_);
-    stopping_ = true;
-    wake = may_sleep_;
+  if (thread_.joinable()) {  // else Create failed before starting it
+    bool wake;
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+      wake = may_sleep_;
+    }
+    if (wake) {
+      uint64_t one = 1;
+      (void)!write(wake_efd_, &one, sizeof(one));
+    }
+    thread_.join();
   }
-  if (wake) {
-    uint64_t one = 1;
-    (void)!write(wake_efd_, &one, sizeof(one));
-  }
-  thread_.join();
-  io_uring_queue_exit(&uring_);
-  close(wake_efd_);
+  if (ring_initialized_) os_->QueueExit(&uring_);
+  if (wake_efd_ >= 0) close(wake_efd_);
 }
 
 void UringWorker::Enqueue(std::span<WorkItem* const> items) {
@@ -78,12 +90,13 @@ void UringWorker::Enqueue(std::span<WorkItem* const> items) {
 }
 
 void UringWorker::ArmWake() {
-  // Items never take the last slot (Create), so room appears once the
-  // kernel has taken what is queued.
-  io_uring_sqe* sqe;
-  while ((sqe = io_uring_get_sqe(&uring_)) == nullptr) io_uring_submit(&uring_);
+  // Items never take the last slot (Create), and entries the kernel refuses
+  // are taken back out (Withdraw), so the slot is there.
+  io_uring_sqe* sqe = io_uring_get_sqe(&uring_);
+  if (sqe == nullptr) return;  // not armed: Sleep then polls the eventfd
   io_uring_prep_poll_add(sqe, wake_efd_, POLLIN);
   io_uring_sqe_set_data64(sqe, kWakeTag);
+  wake_armed_ = true;
 }
 
 bool UringWorker::TakeQueued() {
@@ -132,6 +145,67 @@ void UringWorker::PrepBacklog() {
   }
 }
 
+unsigned UringWorker::Unconsumed() const {
+  // Prepared (sqe_tail) minus taken by the kernel (its head).
+  return io_uring_sq_ready(&uring_);
+}
+
+unsigned UringWorker::UnconsumedItems() const {
+  // Acquire: the kernel is done reading the entries before its head.
+  const unsigned head = io_uring_smp_load_acquire(uring_.sq.khead);
+  unsigned items = 0;
+  for (unsigned pos = head; pos != uring_.sq.sqe_tail; ++pos) {
+    if (uring_.sq.sqes[pos & uring_.sq.ring_mask].user_data != kWakeTag) {
+      ++items;
+    }
+  }
+  return items;
+}
+
+int UringWorker::SubmitPrepared() {
+  int ret = 0;
+  for (int attempt = 0; attempt < kSubmitAttempts; ++attempt) {
+    ret = os_->Submit(&uring_);
+    if (Unconsumed() == 0) {
+      unconsumed_items_ = 0;
+      return 0;
+    }
+    if (ret != -EINTR) break;
+  }
+  unconsumed_items_ = UnconsumedItems();
+  // The kernel took some (a count), not all: as if refused for now.
+  return ret < 0 ? ret : -EAGAIN;
+}
+
+int64_t UringWorker::ResultOf(const WorkItem& item, int res) {
+  // An error after progress reports the progress, as pread does.
+  return res < 0 && item.done_ == 0 ? static_cast<int64_t>(res)
+                                    : static_cast<int64_t>(item.done_);
+}
+
+void UringWorker::Withdraw(int error) {
+  io_uring_sq& sq = uring_.sq;
+  const unsigned head = io_uring_smp_load_acquire(sq.khead);
+  for (unsigned pos = head; pos != sq.sqe_tail; ++pos) {
+    const uint64_t tag = sq.sqes[pos & sq.ring_mask].user_data;
+    if (tag == kWakeTag) {
+      wake_armed_ = false;
+      continue;
+    }
+    auto* item = reinterpret_cast<WorkItem*>(tag);
+    --inflight_;
+    finished_.emplace_back(item, ResultOf(*item, error));
+  }
+  // Un-queue them by moving the tail back to the kernel's head. Without
+  // SQPOLL the kernel reads the tail only inside io_uring_enter, which only
+  // this thread calls, so it never sees them. Release pairs with the
+  // kernel's acquire of the tail on the next submission.
+  sq.sqe_head = head;
+  sq.sqe_tail = head;
+  io_uring_smp_store_release(sq.ktail, head);
+  unconsumed_items_ = 0;
+}
+
 bool UringWorker::Spin() {
   if (spin_ns_ == 0) return false;
   const auto end =
@@ -146,94 +220,85 @@ bool UringWorker::Spin() {
   return false;
 }
 
-void UringWorker::Loop() {
-  ArmWake();
-  std::vector<std::pair<WorkItem*, int64_t>> finished;
-  bool ring_broken = false;
-  while (TakeQueued()) {
-    PrepBacklog();
-    int ret = io_uring_submit(&uring_);
-    unsigned ready = io_uring_cq_ready(&uring_);
-    if (ready == 0 && ret >= 0 && Spin()) continue;
-    if (ready == 0 && ret >= 0) {
-      // Nothing finished inline: sleep, unless work arrived meanwhile.
-      {
-        MutexLock lock(&mu_);
-        // Stopping with nothing in flight: go round to exit.
-        if (!queue_.empty() || (stopping_ && inflight_ == 0)) continue;
-        may_sleep_ = true;
-      }
-      io_uring_cqe* cqe;
-      ret = io_uring_wait_cqe(&uring_, &cqe);
-    }
-    if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-      ring_broken = true;  // nothing more can complete through this ring
-      break;
-    }
-    bool rearm = false;
-    unsigned head;
-    unsigned count = 0;
-    io_uring_cqe* cqe;
-    io_uring_for_each_cqe(&uring_, head, cqe) {
-      ++count;
-      const uint64_t tag = io_uring_cqe_get_data64(cqe);
-      if (tag == kWakeTag) {
-        uint64_t value;
-        (void)!read(wake_efd_, &value, sizeof(value));
-        rearm = true;
-        continue;
-      }
-      auto* item = reinterpret_cast<WorkItem*>(tag);
-      --inflight_;
-      const int res = cqe->res;
-      if (res == -EAGAIN || res == -EINTR) {
-        backlog_.push_front(item);
-        continue;
-      }
-      if (res > 0) {
-        item->done_ += static_cast<size_t>(res);
-        if (item->done_ < item->len_) {
-          backlog_.push_front(item);  // the rest of a short transfer
-          continue;
-        }
-      }
-      // Whole length, end of file (0) or an error; an error after progress
-      // reports the progress, as pread does.
-      finished.emplace_back(item, res < 0 && item->done_ == 0
-                                      ? static_cast<int64_t>(res)
-                                      : static_cast<int64_t>(item->done_));
-    }
-    io_uring_cq_advance(&uring_, count);
-    if (rearm) ArmWake();
-    for (auto [item, result] : finished) item->Finish(result);
-    finished.clear();
+void UringWorker::Sleep() {
+  {
+    MutexLock lock(&mu_);
+    // Stopping with nothing in flight: go round to exit.
+    if (!queue_.empty() || (stopping_ && inflight_ == 0)) return;
+    may_sleep_ = true;
   }
-  if (ring_broken) FailForever();
+  // What can wake the ring: an item the kernel holds completing, or the
+  // wake poll, once the kernel has taken it.
+  const bool kernel_items = inflight_ > unconsumed_items_;
+  const bool wake_in_kernel = wake_armed_ && Unconsumed() == 0;
+  if (kernel_items || wake_in_kernel) {
+    io_uring_cqe* cqe;
+    const int ret = os_->WaitCqe(&uring_, &cqe);
+    if (ret == 0 || Transient(ret) || ret == -ETIME) return;
+  }
+  // The ring cannot wake us, or waiting through it failed: poll(2) its fd
+  // (readable once completions are posted) and the eventfd, which Enqueue
+  // and the destructor write while may_sleep_ is set.
+  pollfd fds[2] = {{wake_efd_, POLLIN, 0}, {uring_.ring_fd, POLLIN, 0}};
+  const bool ring = kernel_items || wake_in_kernel;
+  if (poll(fds, ring ? 2 : 1, ring ? kFallbackPollMs : -1) > 0 &&
+      (fds[0].revents & POLLIN) != 0) {
+    uint64_t value;
+    (void)!read(wake_efd_, &value, sizeof(value));
+  }
 }
 
-void UringWorker::FailForever() {
-  // Only a kernel bug breaks a ring. What the kernel holds never completes;
-  // everything else fails at once, so no caller waits forever.
-  for (WorkItem* item : backlog_) item->Finish(-EIO);
-  backlog_.clear();
-  for (;;) {
-    {
-      MutexLock lock(&mu_);
-      taken_.swap(queue_);
-      if (taken_.empty()) {
-        if (stopping_) return;
-        may_sleep_ = true;
-      }
-    }
-    if (taken_.empty()) {
-      pollfd pfd = {wake_efd_, POLLIN, 0};
-      (void)!poll(&pfd, 1, -1);
+void UringWorker::Reap() {
+  unsigned head;
+  unsigned count = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&uring_, head, cqe) {
+    ++count;
+    const uint64_t tag = io_uring_cqe_get_data64(cqe);
+    if (tag == kWakeTag) {
       uint64_t value;
       (void)!read(wake_efd_, &value, sizeof(value));
+      wake_armed_ = false;  // re-armed on the next turn
       continue;
     }
-    for (WorkItem* item : taken_) item->Finish(-EIO);
-    taken_.clear();
+    auto* item = reinterpret_cast<WorkItem*>(tag);
+    --inflight_;
+    const int res = cqe->res;
+    if (res == -EAGAIN || res == -EINTR) {
+      backlog_.push_front(item);
+      continue;
+    }
+    if (res > 0) {
+      item->done_ += static_cast<size_t>(res);
+      if (item->done_ < item->len_) {
+        backlog_.push_front(item);  // the rest of a short transfer
+        continue;
+      }
+    }
+    // Whole length, end of file (0) or an error.
+    finished_.emplace_back(item, ResultOf(*item, res));
+  }
+  io_uring_cq_advance(&uring_, count);
+}
+
+void UringWorker::Loop() {
+  while (TakeQueued()) {
+    if (!wake_armed_) ArmWake();
+    PrepBacklog();
+    if (const int error = SubmitPrepared(); error != 0) {
+      // A transient refusal while the kernel holds items: their completions
+      // give back what it lacked, and the entries go in on the next turn.
+      // Otherwise nothing would ever let them in: they fail now.
+      if (!Transient(error) || inflight_ == unconsumed_items_) {
+        Withdraw(error);
+      }
+    }
+    if (finished_.empty() && io_uring_cq_ready(&uring_) == 0 && !Spin()) {
+      Sleep();
+    }
+    Reap();
+    for (auto [item, result] : finished_) item->Finish(result);
+    finished_.clear();
   }
 }
 
