@@ -27,14 +27,6 @@ namespace fgds::io {
 
 class UringOs;  // uring_os.h
 
-// IoCompletion receives a request's result. The object must stay alive until
-// Complete is called; Complete may delete it.
-class IoCompletion {
- public:
-  virtual ~IoCompletion() = default;
-  virtual void Complete(int64_t result) = 0;
-};
-
 // kFsync/kFdatasync: fsync(2)/fdatasync(2) of fd (buf, len and offset
 // unused, len 0); the result is 0 or -errno.
 enum class IoOp : uint8_t { kRead, kWrite, kFsync, kFdatasync };
@@ -42,6 +34,31 @@ enum class IoOp : uint8_t { kRead, kWrite, kFsync, kFdatasync };
 inline bool IsSync(IoOp op) {
   return op == IoOp::kFsync || op == IoOp::kFdatasync;
 }
+
+// IoCompletion receives a request's result. The object must stay alive until
+// Complete is called; Complete may delete it. It serves one request at a
+// time: the engine keeps that request's state in it until Complete.
+class IoCompletion {
+ public:
+  virtual ~IoCompletion() = default;
+  virtual void Complete(int64_t result) = 0;
+
+ private:
+  friend class UringEngine;
+  friend class UringWorker;
+  // The io_uring engine's record of the transfer in flight (uring_worker.h),
+  // kept here so that a request in one piece costs the engine no
+  // allocation. Meaningless outside the engine.
+  struct Transfer {
+    IoOp op = IoOp::kRead;
+    int fd = -1;
+    char* buf = nullptr;
+    size_t len = 0;
+    uint64_t offset = 0;
+    size_t done = 0;  // bytes moved so far (short transfers continue)
+  };
+  Transfer transfer_;
+};
 
 struct IoRequest {
   IoOp op = IoOp::kRead;

@@ -4,7 +4,9 @@
 // one ring each; uring_worker.h). Submit plans each batch (io_plan.h:
 // merge continuing requests, split long ones, spread the pieces over
 // workers) and hands every worker its group; the pieces' results are
-// combined back into one completion per request.
+// combined back into one completion per request. A request that travels in
+// one piece (no merge, no split) costs no allocation: its own IoCompletion
+// carries it.
 //
 // Thread safety: Submit is thread-safe and never blocks on I/O. Completions
 // run on worker threads with no engine lock held, so a completion may
@@ -37,6 +39,8 @@ class UringEngine : public IoEngine {
 
  private:
   UringEngine() = default;
+  // Makes `item` carry `piece` to a worker (IoCompletion::Transfer).
+  static void Carry(IoCompletion* item, const PlannedPiece& piece);
 
   std::vector<std::unique_ptr<UringWorker>> workers_;
   PlanLimits limits_;

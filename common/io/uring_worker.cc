@@ -72,7 +72,7 @@ UringWorker::~UringWorker() {
   if (wake_efd_ >= 0) close(wake_efd_);
 }
 
-void UringWorker::Enqueue(std::span<WorkItem* const> items) {
+void UringWorker::Enqueue(std::span<IoCompletion* const> items) {
   if (items.empty()) return;
   bool wake;
   {
@@ -114,23 +114,22 @@ bool UringWorker::TakeQueued() {
   return true;
 }
 
-void UringWorker::PrepItem(io_uring_sqe* sqe, WorkItem* item) {
-  const size_t len = std::min(item->len_ - item->done_, kMaxTransfer);
-  char* buf = item->buf_ + item->done_;
-  const uint64_t offset = item->offset_ + item->done_;
-  if (IsSync(item->op_)) {
-    io_uring_prep_fsync(
-        sqe, item->fd_,
-        item->op_ == IoOp::kFdatasync ? IORING_FSYNC_DATASYNC : 0);
-  } else if (item->len_ == 0) {
+void UringWorker::PrepItem(io_uring_sqe* sqe, IoCompletion* item) {
+  const IoCompletion::Transfer& t = item->transfer_;
+  const size_t len = std::min(t.len - t.done, kMaxTransfer);
+  char* buf = t.buf + t.done;
+  const uint64_t offset = t.offset + t.done;
+  if (IsSync(t.op)) {
+    io_uring_prep_fsync(sqe, t.fd,
+                        t.op == IoOp::kFdatasync ? IORING_FSYNC_DATASYNC : 0);
+  } else if (t.len == 0) {
     // Nothing to move, but the completion still comes from the ring, so
     // every item finishes the same way.
     io_uring_prep_nop(sqe);
-  } else if (item->op_ == IoOp::kRead) {
-    io_uring_prep_read(sqe, item->fd_, buf, static_cast<unsigned>(len), offset);
+  } else if (t.op == IoOp::kRead) {
+    io_uring_prep_read(sqe, t.fd, buf, static_cast<unsigned>(len), offset);
   } else {
-    io_uring_prep_write(sqe, item->fd_, buf, static_cast<unsigned>(len),
-                        offset);
+    io_uring_prep_write(sqe, t.fd, buf, static_cast<unsigned>(len), offset);
   }
   io_uring_sqe_set_data(sqe, item);
 }
@@ -177,10 +176,11 @@ int UringWorker::SubmitPrepared() {
   return ret < 0 ? ret : -EAGAIN;
 }
 
-int64_t UringWorker::ResultOf(const WorkItem& item, int res) {
+int64_t UringWorker::ResultOf(const IoCompletion& item, int res) {
   // An error after progress reports the progress, as pread does.
-  return res < 0 && item.done_ == 0 ? static_cast<int64_t>(res)
-                                    : static_cast<int64_t>(item.done_);
+  const size_t done = item.transfer_.done;
+  return res < 0 && done == 0 ? static_cast<int64_t>(res)
+                              : static_cast<int64_t>(done);
 }
 
 void UringWorker::Withdraw(int error) {
@@ -192,7 +192,7 @@ void UringWorker::Withdraw(int error) {
       wake_armed_ = false;
       continue;
     }
-    auto* item = reinterpret_cast<WorkItem*>(tag);
+    auto* item = reinterpret_cast<IoCompletion*>(tag);
     --inflight_;
     finished_.emplace_back(item, ResultOf(*item, error));
   }
@@ -261,7 +261,7 @@ void UringWorker::Reap() {
       wake_armed_ = false;  // re-armed on the next turn
       continue;
     }
-    auto* item = reinterpret_cast<WorkItem*>(tag);
+    auto* item = reinterpret_cast<IoCompletion*>(tag);
     --inflight_;
     const int res = cqe->res;
     if (res == -EAGAIN || res == -EINTR) {
@@ -269,8 +269,9 @@ void UringWorker::Reap() {
       continue;
     }
     if (res > 0) {
-      item->done_ += static_cast<size_t>(res);
-      if (item->done_ < item->len_) {
+      IoCompletion::Transfer& t = item->transfer_;
+      t.done += static_cast<size_t>(res);
+      if (t.done < t.len) {
         backlog_.push_front(item);  // the rest of a short transfer
         continue;
       }
@@ -297,7 +298,7 @@ void UringWorker::Loop() {
       Sleep();
     }
     Reap();
-    for (auto [item, result] : finished_) item->Finish(result);
+    for (auto [item, result] : finished_) item->Complete(result);
     finished_.clear();
   }
 }

@@ -40,26 +40,6 @@
 
 namespace fgds::io {
 
-// One transfer. The worker retries short transfers and EAGAIN/EINTR for the
-// remainder and then calls Finish once, on its thread, with the bytes moved
-// (short only at end of file, or when an error follows progress) or -errno.
-class WorkItem {
- public:
-  WorkItem(IoOp op, int fd, char* buf, size_t len, uint64_t offset)
-      : op_(op), fd_(fd), buf_(buf), len_(len), offset_(offset) {}
-  virtual ~WorkItem() = default;
-  virtual void Finish(int64_t result) = 0;
-
- private:
-  friend class UringWorker;
-  const IoOp op_;
-  const int fd_;
-  char* const buf_;
-  const size_t len_;
-  const uint64_t offset_;
-  size_t done_ = 0;
-};
-
 class UringWorker {
  public:
   // `depth`: submission queue entries, and the most transfers in flight.
@@ -74,8 +54,12 @@ class UringWorker {
   UringWorker(const UringWorker&) = delete;
   UringWorker& operator=(const UringWorker&) = delete;
 
-  // Hands `items` over (any thread); the worker owns them until Finish.
-  void Enqueue(std::span<WorkItem* const> items);
+  // Hands `items` over (any thread): each carries its transfer
+  // (IoCompletion::Transfer, done 0) and is completed once, on the worker's
+  // thread, with the bytes moved (short only at end of file, or when an
+  // error follows progress) or -errno. Short transfers, EAGAIN and EINTR
+  // continue with the rest.
+  void Enqueue(std::span<IoCompletion* const> items);
 
  private:
   UringWorker() = default;
@@ -84,7 +68,7 @@ class UringWorker {
   bool TakeQueued();
   // Fills the submission queue from backlog_, up to depth_ in flight.
   void PrepBacklog();
-  void PrepItem(io_uring_sqe* sqe, WorkItem* item);
+  void PrepItem(io_uring_sqe* sqe, IoCompletion* item);
   void ArmWake();
   // Hands the submission queue to the kernel: 0 when it took every entry,
   // else why not (-errno; -EAGAIN when it took only some).
@@ -103,7 +87,7 @@ class UringWorker {
   // Moves ready completions into finished_ (or back to the backlog).
   void Reap();
   // The result an item finishes with when its last transfer got `res`.
-  static int64_t ResultOf(const WorkItem& item, int res);
+  static int64_t ResultOf(const IoCompletion& item, int res);
 
   io_uring uring_;
   bool ring_initialized_ = false;
@@ -114,7 +98,7 @@ class UringWorker {
   std::thread thread_;
 
   fgds::Mutex mu_;
-  std::vector<WorkItem*> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<IoCompletion*> queue_ ABSL_GUARDED_BY(mu_);
   // The thread may be asleep: Enqueue and the destructor must signal.
   bool may_sleep_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -122,9 +106,9 @@ class UringWorker {
   std::atomic<bool> has_work_{false};
 
   // The worker thread's own.
-  std::deque<WorkItem*> backlog_;
-  std::vector<WorkItem*> taken_;
-  std::vector<std::pair<WorkItem*, int64_t>> finished_;
+  std::deque<IoCompletion*> backlog_;
+  std::vector<IoCompletion*> taken_;
+  std::vector<std::pair<IoCompletion*, int64_t>> finished_;
   // Items prepared and not finished: in the submission queue or the
   // kernel's.
   unsigned inflight_ = 0;
