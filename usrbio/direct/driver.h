@@ -19,13 +19,13 @@
 
 #include "common/io/io_engine.h"
 #include "fgds/fgds.h"
+#include "usrbio/direct/buffer_registry.h"
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/file_handles.h"
 #include "usrbio/direct/kmod_buffer.h"
 #include "usrbio/direct/options.h"
 #include "usrbio/direct/path.h"
-#include "usrbio/direct/registry.h"
 #include "usrbio/direct/request.h"
 #include "usrbio/direct/worker.h"
 
@@ -93,7 +93,7 @@ class Driver {
   // The workers' file transfers. Destroyed after the workers stopped and
   // before they are freed: its threads call back into them.
   std::unique_ptr<io::IoEngine> engine_;
-  Registry registry_;
+  BufferRegistry registry_;
   FileTable files_;
   std::vector<std::unique_ptr<Worker>> workers_;
   bool stopped_ = false;

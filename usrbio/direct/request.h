@@ -13,9 +13,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "common/mutex.h"
+#include "usrbio/direct/buffer_registry.h"
 #include "usrbio/direct/file_handles.h"
 #include "usrbio/direct/plan.h"
-#include "usrbio/direct/registry.h"
 
 namespace fgds::direct {
 
