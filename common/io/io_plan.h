@@ -8,9 +8,11 @@
 //           fd and op, the next file offset and the next buffer byte) become
 //           one unit, up to PlanLimits::merge_bytes: a run of small
 //           sequential entries costs one system call, not one each;
-//   split   a unit longer than split_bytes is cut into pieces of that size
-//           (a multiple of 4096, so O_DIRECT alignment survives), which
-//           different workers copy or read in parallel;
+//   split   a unit longer than split_bytes is cut into pieces of at most
+//           that size (a multiple of 4096) at 4096-aligned file offsets,
+//           the rule every FGDS chunker shares (chunking.h), so O_DIRECT
+//           alignment survives; different workers copy or read them in
+//           parallel;
 //   spread  the pieces go to workers in contiguous groups; a group carries at
 //           least spread_bytes (waking a worker costs more than copying a
 //           few pages), and never more groups than workers.

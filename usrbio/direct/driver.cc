@@ -177,8 +177,11 @@ int Driver::Submit(Op op, int fd, uint64_t devptr, uint64_t size,
   }
   if (node_ != nullptr && size != 0) DirectFor(&spec);
   const bool direct = spec.file->direct_fd() >= 0;
-  IoPlan plan(spec.file_offset, size, kFileAlignment, config_.chunk_bytes,
-              direct);
+  // O_DIRECT needs its own chunks, aligned, between a buffered head and
+  // tail; without it the edges ride in their neighbours (fewer chunks).
+  const ChunkPlan plan(
+      spec.file_offset, size, kFileAlignment, config_.chunk_bytes,
+      direct ? ChunkPlan::Edges::kSeparate : ChunkPlan::Edges::kMerged);
   auto made = std::make_shared<Request>(
       std::move(spec), plan, [this](const RequestOutcome& outcome, Op done_op) {
         Account(outcome, done_op);
