@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
-#include "backend/io_engine.h"
+#include "backend/io_aliases.h"
 
 namespace fgds::backend {
 

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "backend/io_engine.h"
+#include "backend/io_aliases.h"
 
 namespace fgds::backend {
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
-#include "backend/inline_engine.h"
+#include "backend/io_aliases.h"
 #include "backend/local/io_policy.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"

@@ -7,11 +7,11 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
-#include "backend/inline_engine.h"
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
 #include "common/errno_status.h"
+#include "common/io/inline_engine.h"
 
 namespace fgds::backend {
 

@@ -1,5 +1,6 @@
 #include "usrbio/direct/driver.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,23 @@ namespace {
 
 constexpr uint64_t kMaxIoBytes =
     static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+
+// The engine for a driver's workers: as many io_uring workers as driver
+// workers, so that page-cache copies (done inside io_uring_enter) spread
+// over as many cores as before; room for every staging slot in flight; no
+// split (a chunk is one request, one piece: nothing allocated per chunk,
+// and the slots already spread chunks over the engine's workers).
+io::IoEngineOptions EngineOptions(const DriverConfig& config,
+                                  io::UringOs* uring_os) {
+  io::IoEngineOptions options;
+  options.workers = std::max(config.workers, 1);
+  options.queue_depth = static_cast<unsigned>(
+      std::min(config.workers * config.slots_per_worker + 1, 4096));
+  options.merge_bytes = config.chunk_bytes;
+  options.split_bytes = config.chunk_bytes;
+  options.uring_os = uring_os;
+  return options;
+}
 
 void CopyString(const std::string& from, char* to, size_t size) {
   const size_t n = std::min(from.size(), size - 1);
@@ -22,7 +40,8 @@ Driver::Driver(const DriverConfig& config, std::unique_ptr<DeviceOps> ops)
     : config_(config), ops_(std::move(ops)) {}
 
 int Driver::Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
-                 std::unique_ptr<Driver>* out, std::string* message) {
+                 std::unique_ptr<Driver>* out, std::string* message,
+                 io::UringOs* uring_os) {
   std::unique_ptr<Driver> driver(new Driver(config, std::move(ops)));
   driver->device_ = driver->ops_->Describe();
   const DirectProbe probe =
@@ -35,9 +54,10 @@ int Driver::Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
       driver->path_.why_not_direct = why;
     }
   }
+  driver->engine_ = io::CreateIoEngine(EngineOptions(config, uring_os));
   for (int i = 0; i < config.workers; ++i) {
     driver->workers_.push_back(std::make_unique<Worker>(
-        driver->config_, *driver->ops_, driver->dispatcher_));
+        driver->config_, *driver->ops_, driver->dispatcher_, *driver->engine_));
     if (int error = driver->workers_.back()->Start(message); error != 0) {
       return error;  // ~Driver stops the workers started so far
     }
@@ -53,6 +73,10 @@ void Driver::Stop() {
   stopped_ = true;
   dispatcher_.Shutdown();
   for (auto& worker : workers_) worker->Join();
+  // Every transfer completed before its worker left (a busy slot keeps it),
+  // but an engine thread may still be returning from a completion into a
+  // worker: stop the engine first.
+  engine_.reset();
   workers_.clear();
   files_.Clear();
 }
@@ -153,8 +177,11 @@ int Driver::Submit(Op op, int fd, uint64_t devptr, uint64_t size,
   }
   if (node_ != nullptr && size != 0) DirectFor(&spec);
   const bool direct = spec.file->direct_fd() >= 0;
-  IoPlan plan(spec.file_offset, size, kFileAlignment, config_.chunk_bytes,
-              direct);
+  // O_DIRECT needs its own chunks, aligned, between a buffered head and
+  // tail; without it the edges ride in their neighbours (fewer chunks).
+  const ChunkPlan plan(
+      spec.file_offset, size, kFileAlignment, config_.chunk_bytes,
+      direct ? ChunkPlan::Edges::kSeparate : ChunkPlan::Edges::kMerged);
   auto made = std::make_shared<Request>(
       std::move(spec), plan, [this](const RequestOutcome& outcome, Op done_op) {
         Account(outcome, done_op);

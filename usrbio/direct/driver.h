@@ -2,7 +2,9 @@
 //
 // Driver: the C++ object behind fgds_driver (include/fgds/fgds.h). It owns
 // the device operations, the workers, the dispatcher between callers and
-// workers, and the buffer and file registrations.
+// workers, the I/O engine the workers' file transfers go through (the
+// daemon's implementation, common/io; this process's own instance), and the
+// buffer and file registrations.
 //
 // Thread safety: every method may be called from many threads at once,
 // except Close, which REQUIRES that no other call is in progress.
@@ -15,14 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "common/io/io_engine.h"
 #include "common/kmod/kmod_buffer.h"
 #include "fgds/fgds.h"
+#include "usrbio/direct/buffer_registry.h"
 #include "usrbio/direct/device_ops.h"
 #include "usrbio/direct/dispatcher.h"
 #include "usrbio/direct/file_handles.h"
 #include "usrbio/direct/options.h"
 #include "usrbio/direct/path.h"
-#include "usrbio/direct/registry.h"
 #include "usrbio/direct/request.h"
 #include "usrbio/direct/worker.h"
 
@@ -32,8 +35,11 @@ class Driver {
  public:
   // Open starts a driver on `ops` with `config` (ResolveDriverParams).
   // Returns 0, or -errno with `message` (staging memory, streams).
+  // `uring_os`: the engine's system calls (io::IoEngineOptions::uring_os;
+  // tests inject faults), null for the real ones; must outlive the driver.
   static int Open(const DriverConfig& config, std::unique_ptr<DeviceOps> ops,
-                  std::unique_ptr<Driver>* out, std::string* message);
+                  std::unique_ptr<Driver>* out, std::string* message,
+                  io::UringOs* uring_os = nullptr);
   ~Driver();
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
@@ -84,7 +90,10 @@ class Driver {
   // mapped through it, per storage device, on their first direct I/O.
   std::shared_ptr<kmod::KmodNode> node_;
   Dispatcher dispatcher_;
-  Registry registry_;
+  // The workers' file transfers. Destroyed after the workers stopped and
+  // before they are freed: its threads call back into them.
+  std::unique_ptr<io::IoEngine> engine_;
+  BufferRegistry registry_;
   FileTable files_;
   std::vector<std::unique_ptr<Worker>> workers_;
   bool stopped_ = false;

@@ -3,10 +3,12 @@
 // checked. The same scenarios run on a GPU in tests/gpu/.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/io/fault_uring_os.h"
 #include "fgds/fgds.h"
 #include "gtest/gtest.h"
 #include "tests/lib/random_bytes.h"
@@ -46,7 +49,8 @@ class EngineTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  void OpenDriver(bool use_page_cache) {
+  // `uring_os`: the engine's system calls (null: the real ones).
+  void OpenDriver(bool use_page_cache, io::FaultUringOs* uring_os = nullptr) {
     if (driver_ != nullptr) {
       ASSERT_EQ(driver_->Close(), 0);
     }
@@ -60,8 +64,18 @@ class EngineTest : public ::testing::Test {
     config.staging_bytes = 9 * kChunk;
     config.use_page_cache = use_page_cache;
     std::string message;
-    ASSERT_EQ(Driver::Open(config, std::move(ops), &driver_, &message), 0)
+    ASSERT_EQ(
+        Driver::Open(config, std::move(ops), &driver_, &message, uring_os), 0)
         << message;
+    if (uring_os == nullptr || uring_os->rings() == 0) return;
+    // Let the engine's workers make their first submission (their wake
+    // poll alone), so that the faults a test sets hit transfers.
+    const auto end =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (uring_os->submit_calls() < config.workers &&
+           std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   // WriteFile creates `name` with `bytes` and returns an fd opened `flags`.
@@ -410,6 +424,141 @@ TEST_F(EngineTest, StatsCountBytesAndPaths) {
   EXPECT_EQ(info.path, FGDS_GPU_PATH_BOUNCE);
   EXPECT_EQ(info.workers, 3u);
   EXPECT_NE(std::string(info.direct_unavailable), "");
+  close(fd);
+}
+
+// The engine under the driver fails (fault_uring_os.h): every read and
+// write still completes exactly once, with the engine's error, whichever
+// path its chunks take; the workers do not spin or hang, and Close returns.
+class EngineFaultTest : public EngineTest {
+ protected:
+  void TearDown() override {
+    EngineTest::TearDown();  // closes the driver: must not hang
+    os_.Heal();
+  }
+  fgds_driver_stats Stats() {
+    fgds_driver_stats stats;
+    driver_->Stats(&stats);
+    return stats;
+  }
+  io::FaultUringOs os_;
+};
+
+TEST_F(EngineFaultTest, SubmitFailingAlwaysFailsEveryIoOnce) {
+  const std::vector<uint8_t> data = RandomBytes(6 * kChunk, 20);
+  const int fd = WriteFile("fail-always", data, O_RDWR);
+  for (bool page_cache : {true, false}) {
+    SCOPED_TRACE(page_cache ? "page cache" : "O_DIRECT");
+    OpenDriver(page_cache, &os_);
+    os_.FailSubmit({-EIO, -1});
+    const uint64_t dev = ops_->Alloc(6 * kChunk);
+    // Aligned body, unaligned head and tail, one small unaligned piece.
+    EXPECT_EQ(Read(fd, dev, 6 * kChunk, 0, 0), -EIO);
+    EXPECT_EQ(Read(fd, dev, 4 * kChunk + 10, 100, 0), -EIO);
+    EXPECT_EQ(Read(fd, dev, 10, 5, 0), -EIO);
+    EXPECT_EQ(Write(fd, dev, 6 * kChunk, 0, 0), -EIO);
+    EXPECT_EQ(Write(fd, dev, 10, 5, 0), -EIO);
+    const fgds_driver_stats stats = Stats();
+    EXPECT_EQ(stats.ios, 5u);
+    EXPECT_EQ(stats.errors, 5u);
+    EXPECT_GE(os_.submit_failures(), 5);
+    // Idle now: no worker spins on the failed ring.
+    timespec before, after;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &before);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &after);
+    EXPECT_LT((after.tv_sec - before.tv_sec) +
+                  (after.tv_nsec - before.tv_nsec) * 1e-9,
+              0.05);
+    ops_->Free(dev);
+    os_.Heal();
+  }
+  close(fd);
+  EXPECT_EQ(ReadFile("fail-always"), data);  // no write went through
+}
+
+TEST_F(EngineFaultTest, SubmitFailingOnceFailsOneIoThenRecovers) {
+  const std::vector<uint8_t> data = RandomBytes(4 * kChunk, 21);
+  const int fd = WriteFile("fail-once", data);
+  OpenDriver(/*use_page_cache=*/false, &os_);
+  os_.FailSubmit({-ENOMEM, 1});
+  const uint64_t dev = ops_->Alloc(4 * kChunk);
+  EXPECT_EQ(Read(fd, dev, kChunk, 0, 0), -ENOMEM);
+  EXPECT_EQ(Read(fd, dev, 4 * kChunk, 0, 0), 4 * kChunk);
+  EXPECT_EQ(std::memcmp(Host(dev), data.data(), data.size()), 0);
+  EXPECT_EQ(Stats().ios, 2u);
+  EXPECT_EQ(Stats().errors, 1u);
+  ops_->Free(dev);
+  close(fd);
+}
+
+TEST_F(EngineFaultTest, RingSetupFailureFallsBackToInlineTransfers) {
+  const std::vector<uint8_t> data = RandomBytes(3 * kChunk + 5, 22);
+  const int fd = WriteFile("no-ring", data);
+  os_.FailQueueInit({-ENOSYS, -1});
+  for (bool page_cache : {true, false}) {
+    OpenDriver(page_cache, &os_);
+    const uint64_t dev = ops_->Alloc(4 * kChunk);
+    EXPECT_EQ(Read(fd, dev, data.size(), 0, 0),
+              static_cast<int64_t>(data.size()));
+    EXPECT_EQ(std::memcmp(Host(dev), data.data(), data.size()), 0);
+    ops_->Free(dev);
+  }
+  EXPECT_EQ(os_.rings(), 0);
+  close(fd);
+}
+
+TEST_F(EngineFaultTest, WaitFailingStillCompletesEverything) {
+  const std::vector<uint8_t> data = RandomBytes(8 * kChunk, 23);
+  const int fd = WriteFile("wait-fails", data);
+  OpenDriver(/*use_page_cache=*/false, &os_);
+  os_.FailWait({-EBADF, -1});
+  const uint64_t dev = ops_->Alloc(8 * kChunk);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Read(fd, dev, 8 * kChunk, 0, 0), 8 * kChunk);
+  }
+  EXPECT_EQ(std::memcmp(Host(dev), data.data(), data.size()), 0);
+  ops_->Free(dev);
+  close(fd);
+}
+
+// Many threads while submissions fail now and then: each I/O returns once,
+// whole or failed (a failed chunk fails its whole request), and the driver
+// counts exactly as many I/Os as were made.
+TEST_F(EngineFaultTest, ConcurrentIoWithIntermittentFailures) {
+  const uint64_t file_size = 16 * kChunk;
+  const std::vector<uint8_t> data = RandomBytes(file_size, 24);
+  const int fd = WriteFile("intermittent", data);
+  OpenDriver(/*use_page_cache=*/true, &os_);
+  os_.FailSubmit({-EIO, 40, /*skip=*/20});
+  constexpr int kThreads = 6;
+  constexpr int kIos = 30;
+  std::atomic<int> bad{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(2000 + t);
+      const uint64_t dev = ops_->Alloc(4 * kChunk);
+      for (int i = 0; i < kIos; ++i) {
+        const uint64_t size = 1 + rng() % (3 * kChunk);
+        const uint64_t offset = rng() % (file_size - size);
+        const int64_t r = Read(fd, dev, size, offset, 0);
+        if (r == -EIO) {
+          ++failed;
+        } else if (r != static_cast<int64_t>(size) ||
+                   std::memcmp(Host(dev), &data[offset], size) != 0) {
+          ++bad;
+        }
+      }
+      ops_->Free(dev);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(failed.load(), 0);
+  EXPECT_EQ(Stats().ios, uint64_t{kThreads * kIos});
+  EXPECT_EQ(Stats().errors, static_cast<uint64_t>(failed.load()));
   close(fd);
 }
 

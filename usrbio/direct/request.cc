@@ -8,7 +8,7 @@
 
 namespace fgds::direct {
 
-Request::Request(RequestSpec spec, IoPlan plan,
+Request::Request(RequestSpec spec, ChunkPlan plan,
                  std::function<void(const RequestOutcome&, Op)> on_done)
     : spec_(std::move(spec)),
       plan_(plan),

@@ -12,12 +12,18 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
+#include "common/io/chunking.h"
 #include "common/mutex.h"
+#include "usrbio/direct/buffer_registry.h"
 #include "usrbio/direct/file_handles.h"
-#include "usrbio/direct/plan.h"
-#include "usrbio/direct/registry.h"
 
 namespace fgds::direct {
+
+// A request's chunks: the shared rule (common/io/chunking.h), with separate
+// edges (a buffered head and tail around an O_DIRECT body).
+using io::Chunk;
+using io::ChunkKind;
+using io::ChunkPlan;
 
 enum class Op { kRead, kWrite };
 
@@ -47,7 +53,7 @@ class Request {
  public:
   // `on_done` runs once, on the thread that completes the last chunk,
   // before waiters are woken (the driver's statistics).
-  Request(RequestSpec spec, IoPlan plan,
+  Request(RequestSpec spec, ChunkPlan plan,
           std::function<void(const RequestOutcome&, Op)> on_done);
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
@@ -58,7 +64,7 @@ class Request {
   uint64_t buffer_id() const { return spec_.buffer_id; }
   // The I/O's first byte in an fgds mapping, or null (bounce only).
   uint8_t* direct_base() const { return spec_.direct.base; }
-  const IoPlan& plan() const { return plan_; }
+  const ChunkPlan& plan() const { return plan_; }
 
   // Once a chunk failed, the remaining ones are skipped.
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -86,7 +92,7 @@ class Request {
   void Complete();
 
   RequestSpec spec_;
-  const IoPlan plan_;
+  const ChunkPlan plan_;
   std::function<void(const RequestOutcome&, Op)> on_done_;
 
   std::atomic<bool> failed_{false};

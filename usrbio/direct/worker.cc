@@ -1,8 +1,5 @@
 #include "usrbio/direct/worker.h"
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <future>
 
@@ -16,39 +13,15 @@ constexpr int kSrcPageCache = 0;  // indexes of Slot::by_source
 constexpr int kSrcODirect = 1;
 constexpr int kSrcBuffered = 2;
 
-// PreadFull reads until `length` bytes or end of file; bytes or -errno.
-int64_t PreadFull(int fd, uint8_t* buf, uint64_t length, uint64_t offset) {
-  uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n =
-        pread(fd, buf + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -errno;
-    if (n == 0) break;
-    done += static_cast<uint64_t>(n);
-  }
-  return static_cast<int64_t>(done);
-}
-
-int64_t PwriteFull(int fd, const uint8_t* buf, uint64_t length,
-                   uint64_t offset) {
-  uint64_t done = 0;
-  while (done < length) {
-    const ssize_t n = pwrite(fd, buf + done, length - done,
-                             static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return -errno;
-    if (n == 0) return -EIO;
-    done += static_cast<uint64_t>(n);
-  }
-  return static_cast<int64_t>(done);
-}
+// The FGDS_SRC_* bit of each kSrc* index.
+constexpr uint32_t kSourceBits[3] = {FGDS_SRC_PAGE_CACHE, FGDS_SRC_O_DIRECT,
+                                     FGDS_SRC_BUFFERED};
 
 }  // namespace
 
 Worker::Worker(const DriverConfig& config, DeviceOps& ops,
-               Dispatcher& dispatcher)
-    : config_(config), ops_(ops), dispatcher_(dispatcher) {}
+               Dispatcher& dispatcher, io::IoEngine& engine)
+    : config_(config), ops_(ops), dispatcher_(dispatcher), engine_(engine) {}
 
 Worker::~Worker() { Join(); }
 
@@ -95,27 +68,11 @@ int Worker::Setup(std::string* message) {
       return error;
     }
   }
-  // Without io_uring (disabled by sysctl, seccomp) O_DIRECT still works,
-  // one synchronous request per worker at a time.
-  ring_initialized_ =
-      io_uring_queue_init(static_cast<unsigned>(slots), &ring_, 0) == 0;
-  ring_ready_ = ring_initialized_;
-  if (ring_ready_) {
-    // Fixed buffers spare the kernel pinning the staging pages per
-    // request; if the memlock limit refuses them, plain buffers work.
-    std::vector<iovec> iovecs(slots);
-    for (size_t i = 0; i < slots; ++i) {
-      iovecs[i] = {slots_[i].staging, chunk};
-    }
-    fixed_buffers_ =
-        io_uring_register_buffers(&ring_, iovecs.data(),
-                                  static_cast<unsigned>(slots)) == 0;
-  }
+  for (Slot& slot : slots_) slot.worker = this;
   return 0;
 }
 
 void Worker::Teardown() {
-  if (ring_initialized_) io_uring_queue_exit(&ring_);
   for (Slot& slot : slots_) {
     if (slot.event != 0) ops_.DestroyEvent(slot.event);
   }
@@ -162,15 +119,51 @@ int Worker::StartOne() {
   return 1;
 }
 
-int Worker::Poll() {
-  int progressed = 0;
-  if (ring_ready_) {
-    io_uring_cqe* cqe = nullptr;
-    while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
-      Reap(cqe);
-      ++progressed;
-    }
+void Worker::Slot::Complete(int64_t result) {
+  io_result = result;
+  worker->Completed(this);
+}
+
+void Worker::Completed(Slot* slot) {
+  // seq_cst, here and in Block: either this push is seen by the worker's
+  // check after it set sleeping_, or this load sees sleeping_ set; so a
+  // sleeping worker is always woken. The slot is not touched after the
+  // push (the worker may reuse it at once).
+  Slot* head = done_.load(std::memory_order_relaxed);
+  do {
+    slot->next_done = head;
+  } while (!done_.compare_exchange_weak(head, slot, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed));
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    fgds::MutexLock lock(&mu_);
+    wake_.Signal();
   }
+}
+
+int Worker::TakeCompleted() {
+  // Acquire: each slot's io_result and the bytes the engine moved.
+  Slot* list = done_.exchange(nullptr, std::memory_order_acquire);
+  if (list == nullptr) return 0;
+  // Newest first: reverse, so that slots move on in completion order.
+  Slot* fifo = nullptr;
+  while (list != nullptr) {
+    Slot* next = list->next_done;
+    list->next_done = fifo;
+    fifo = list;
+    list = next;
+  }
+  int taken = 0;
+  while (fifo != nullptr) {
+    Slot* slot = fifo;
+    fifo = slot->next_done;
+    OnCompletion(*slot, static_cast<int>(slot->io_result));
+    ++taken;
+  }
+  return taken;
+}
+
+int Worker::Poll() {
+  int progressed = TakeCompleted();
   // Copies on the worker's one stream finish in the order they were
   // queued: check oldest first and stop at the first one still running.
   for (;;) {
@@ -211,16 +204,15 @@ void Worker::Block() {
     }
     return;
   }
-  if (!ring_ready_) return;
-  io_uring_cqe* cqe = nullptr;
-  if (io_uring_wait_cqe(&ring_, &cqe) == 0) Reap(cqe);
-}
-
-void Worker::Reap(io_uring_cqe* cqe) {
-  const size_t index = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
-  const int result = cqe->res;
-  io_uring_cqe_seen(&ring_, cqe);
-  OnCompletion(slots_[index], result);
+  // Every busy slot is in a file transfer, and the engine completes each
+  // exactly once (with an error if it fails): one will come.
+  {
+    fgds::MutexLock lock(&mu_);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    while (done_.load(std::memory_order_seq_cst) == nullptr) wake_.Wait(&mu_);
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+  TakeCompleted();
 }
 
 void Worker::Start(Slot& slot, ChunkTask task) {
@@ -247,13 +239,8 @@ void Worker::StartRead(Slot& slot) {
   const FileHandles& file = request.file();
   if (chunk.kind == ChunkKind::kUnaligned || file.direct_fd() < 0) {
     if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
-    const int64_t n = PreadFull(file.buffered_fd(), slot.staging, chunk.length,
-                                chunk.file_offset);
-    if (n < 0) return Fail(slot, static_cast<int>(n));
-    slot.got = static_cast<uint64_t>(n);
-    slot.source |= FGDS_SRC_BUFFERED;
-    slot.by_source[kSrcBuffered] += slot.got;
-    return CopyToDevice(slot);
+    return SubmitIo(slot, /*write=*/false, file.buffered_fd(), kSrcBuffered,
+                    chunk.length, chunk.file_offset);
   }
   if (config_.use_page_cache && file.buffered_fd() >= 0 &&
       fgds::FullyCached(file.buffered_fd(), chunk.file_offset, chunk.length)) {
@@ -261,13 +248,8 @@ void Worker::StartRead(Slot& slot) {
     // partly cached goes O_DIRECT whole (coherent: the kernel writes back
     // dirty pages of the range first); reading its cached part buffered
     // and the rest O_DIRECT would split requests for little gain.
-    const int64_t n = PreadFull(file.buffered_fd(), slot.staging, chunk.length,
-                                chunk.file_offset);
-    if (n < 0) return Fail(slot, static_cast<int>(n));
-    slot.got = static_cast<uint64_t>(n);
-    slot.source |= FGDS_SRC_PAGE_CACHE;
-    slot.by_source[kSrcPageCache] += slot.got;
-    return CopyToDevice(slot);
+    return SubmitIo(slot, /*write=*/false, file.buffered_fd(), kSrcPageCache,
+                    chunk.length, chunk.file_offset);
   }
   // Cached pages bounce (above: a CPU copy into staging and a DMA to the
   // device beat CPU stores into GPU memory); the rest goes direct when the
@@ -276,7 +258,7 @@ void Worker::StartRead(Slot& slot) {
     if (int error = CheckBuffer(slot); error != 0) return Fail(slot, error);
     slot.direct = target;
   }
-  SubmitIo(slot, /*write=*/false, file.direct_fd(), chunk.length,
+  SubmitIo(slot, /*write=*/false, file.direct_fd(), kSrcODirect, chunk.length,
            chunk.file_offset);
 }
 
@@ -313,7 +295,7 @@ void Worker::StartWrite(Slot& slot) {
   if (uint8_t* target = DirectTarget(slot); target != nullptr) {
     slot.direct = target;
     return SubmitIo(slot, /*write=*/true, request.file().direct_fd(),
-                    slot.chunk.length, slot.chunk.file_offset);
+                    kSrcODirect, slot.chunk.length, slot.chunk.file_offset);
   }
   const uint64_t src = request.device_address() + slot.chunk.io_offset;
   if (int error =
@@ -361,72 +343,38 @@ void Worker::CopyDone(Slot& slot) {
   const Chunk& chunk = slot.chunk;
   const FileHandles& file = request.file();
   if (chunk.kind == ChunkKind::kAligned && file.direct_fd() >= 0) {
-    return SubmitIo(slot, /*write=*/true, file.direct_fd(), chunk.length,
-                    chunk.file_offset);
+    return SubmitIo(slot, /*write=*/true, file.direct_fd(), kSrcODirect,
+                    chunk.length, chunk.file_offset);
   }
   if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
-  const int64_t n = PwriteFull(file.buffered_fd(), slot.staging, chunk.length,
-                               chunk.file_offset);
-  if (n < 0) return Fail(slot, static_cast<int>(n));
-  slot.source |= FGDS_SRC_BUFFERED;
-  slot.by_source[kSrcBuffered] += static_cast<uint64_t>(n);
-  Finish(slot, n);
+  SubmitIo(slot, /*write=*/true, file.buffered_fd(), kSrcBuffered, chunk.length,
+           chunk.file_offset);
 }
 
-void Worker::SubmitIo(Slot& slot, bool write, int fd, uint64_t length,
-                      uint64_t file_offset) {
+void Worker::SubmitIo(Slot& slot, bool write, int fd, int source,
+                      uint64_t length, uint64_t file_offset) {
   slot.state = write ? State::kWriting : State::kReading;
-  uint8_t* buf = slot.direct != nullptr ? slot.direct : slot.staging;
-  // Only the staging slots are registered with the ring.
-  const bool fixed = fixed_buffers_ && slot.direct == nullptr;
-  const size_t index = static_cast<size_t>(&slot - slots_.data());
-  io_uring_sqe* sqe = ring_ready_ ? io_uring_get_sqe(&ring_) : nullptr;
-  if (sqe == nullptr) {
-    // One call, as io_uring would: a short O_DIRECT transfer means end of
-    // file (or a full disk), and retrying the rest would be unaligned.
-    ssize_t n;
-    do {
-      n = write ? pwrite(fd, buf, length, static_cast<off_t>(file_offset))
-                : pread(fd, buf, length, static_cast<off_t>(file_offset));
-    } while (n < 0 && errno == EINTR);
-    return OnCompletion(slot, n < 0 ? -errno : static_cast<int>(n));
-  }
-  const unsigned len = static_cast<unsigned>(length);
-  if (write && fixed) {
-    io_uring_prep_write_fixed(sqe, fd, buf, len, file_offset,
-                              static_cast<int>(index));
-  } else if (write) {
-    io_uring_prep_write(sqe, fd, buf, len, file_offset);
-  } else if (fixed) {
-    io_uring_prep_read_fixed(sqe, fd, buf, len, file_offset,
-                             static_cast<int>(index));
-  } else {
-    io_uring_prep_read(sqe, fd, buf, len, file_offset);
-  }
-  io_uring_sqe_set_data64(sqe, index);
-  int submitted = 0;
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    submitted = io_uring_submit(&ring_);
-    if (submitted != -EINTR && submitted != -EAGAIN && submitted != -EBUSY) {
-      break;
-    }
-    usleep(100);
-  }
-  if (submitted < 0) {
-    // The entry is stuck in the submission queue: never submit on this
-    // ring again (it would run against a recycled slot), go synchronous.
-    ring_ready_ = false;
-    return Fail(slot, submitted);
-  }
+  slot.io_source = source;
+  // The engine moves the whole length (continuing short transfers) and
+  // completes the slot once, on one of its threads, or inline here where
+  // io_uring is unavailable (then Complete pushes onto done_ from this
+  // thread, which Poll takes next).
+  io::IoRequest request{write ? io::IoOp::kWrite : io::IoOp::kRead,
+                        fd,
+                        slot.direct != nullptr ? slot.direct : slot.staging,
+                        length,
+                        file_offset,
+                        &slot};
+  engine_.Submit({&request, 1});
 }
 
 void Worker::OnCompletion(Slot& slot, int result) {
   if (result < 0) return Fail(slot, result);
   const uint64_t n = static_cast<uint64_t>(result);
-  slot.source |= FGDS_SRC_O_DIRECT;
-  slot.by_source[kSrcODirect] += n;
+  slot.source |= kSourceBits[slot.io_source];
+  slot.by_source[slot.io_source] += n;
   if (slot.state == State::kReading) {
-    slot.got += n;
+    slot.got = n;
     // A direct read landed in device memory already.
     if (slot.direct != nullptr) return Finish(slot, result);
     return CopyToDevice(slot);

@@ -12,7 +12,7 @@
 #include "usrbio/cuda/cuda_error.h"
 #include "usrbio/cuda/cuda_types.h"
 #include "usrbio/direct/cuda_device_ops.h"
-#include "usrbio/gpu/chunking.h"
+#include "usrbio/gpu/request_result.h"
 #include "usrbio/internal.h"
 
 namespace fgds::usrbio::gpu {

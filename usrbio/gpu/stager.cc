@@ -341,8 +341,9 @@ void Stager::StartChunksLocked(Request* request) {
     g->free_slots.pop_back();
     slot->request = request;
     slot->offset = request->next_byte;
-    slot->len = ChunkLength(request->file_offset + request->next_byte,
-                            request->len - request->next_byte, g->chunk_bytes);
+    slot->len =
+        io::ChunkLength(request->file_offset + request->next_byte,
+                        request->len - request->next_byte, g->chunk_bytes);
     slot->result = 0;
     request->next_byte += slot->len;
     ++request->chunks;

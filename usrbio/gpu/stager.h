@@ -1,8 +1,8 @@
 // File: usrbio/gpu/stager.h
 //
 // Stager: the bounce pipeline of one ior (fgds_ior.gpu). It takes the ior's
-// entries on GPU iovs, cuts each into chunks (chunking.h), runs every chunk
-// through a staging slot of its iov, and gives one completion per entry:
+// entries on GPU iovs, cuts each into chunks (common/io/chunking.h), runs every
+// chunk through a staging slot of its iov, and gives one completion per entry:
 //
 //   read   SQE (tag kStagerTag) into the slot -> CQE -> H2D copy on the
 //          iov's stream + event -> event done -> slot free
@@ -25,8 +25,8 @@
 #include <mutex>
 
 #include "fgds/usrbio.h"
-#include "usrbio/gpu/chunking.h"
 #include "usrbio/gpu/gpu_iov.h"
+#include "usrbio/gpu/request_result.h"
 
 namespace fgds::usrbio::gpu {
 

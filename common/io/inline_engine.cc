@@ -1,10 +1,10 @@
-#include "backend/inline_engine.h"
+#include "common/io/inline_engine.h"
 
 #include <unistd.h>
 
 #include <cerrno>
 
-namespace fgds::backend {
+namespace fgds::io {
 
 int64_t RunBlocking(const IoRequest& request) {
   if (IsSync(request.op)) {
@@ -36,4 +36,4 @@ void InlineEngine::Submit(std::span<const IoRequest> batch) {
   }
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io

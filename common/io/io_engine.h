@@ -1,16 +1,19 @@
-// File: backend/io_engine.h
+// File: common/io/io_engine.h
 //
-// IoEngine: the asynchronous, batched data-path interface every backend's
-// file I/O goes through (FUSE reads and writes, usrbio rings; the remote
-// backend later). A request names an fd, a buffer, a length and an
+// IoEngine: the asynchronous, batched data path every file transfer of
+// FGDS goes through: the daemon's (FUSE reads and writes, usrbio rings, the
+// remote backend later) and libfgds's (staging slots of the direct API).
+// Each process instantiates its own engines; there is one implementation,
+// here, in a library both sides link (fgds_io: the client library must not
+// link backend/). A request names an fd, a buffer, a length and an
 // offset; the engine transfers the whole length (retrying short transfers)
 // and calls the request's completion exactly once, on an engine thread, with
 // the bytes transferred (fewer than asked only at end of file for reads) or
 // -errno.
 //
 // Thread safety: Submit may be called from any number of threads at once.
-#ifndef FGDS_BACKEND_IO_ENGINE_H_
-#define FGDS_BACKEND_IO_ENGINE_H_
+#ifndef FGDS_COMMON_IO_IO_ENGINE_H_
+#define FGDS_COMMON_IO_IO_ENGINE_H_
 
 #include <sys/types.h>
 
@@ -20,15 +23,9 @@
 
 #include "absl/status/statusor.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
-// IoCompletion receives a request's result. The object must stay alive until
-// Complete is called; Complete may delete it.
-class IoCompletion {
- public:
-  virtual ~IoCompletion() = default;
-  virtual void Complete(int64_t result) = 0;
-};
+class UringOs;  // uring_os.h
 
 // kFsync/kFdatasync: fsync(2)/fdatasync(2) of fd (buf, len and offset
 // unused, len 0); the result is 0 or -errno.
@@ -37,6 +34,31 @@ enum class IoOp : uint8_t { kRead, kWrite, kFsync, kFdatasync };
 inline bool IsSync(IoOp op) {
   return op == IoOp::kFsync || op == IoOp::kFdatasync;
 }
+
+// IoCompletion receives a request's result. The object must stay alive until
+// Complete is called; Complete may delete it. It serves one request at a
+// time: the engine keeps that request's state in it until Complete.
+class IoCompletion {
+ public:
+  virtual ~IoCompletion() = default;
+  virtual void Complete(int64_t result) = 0;
+
+ private:
+  friend class UringEngine;
+  friend class UringWorker;
+  // The io_uring engine's record of the transfer in flight (uring_worker.h),
+  // kept here so that a request in one piece costs the engine no
+  // allocation. Meaningless outside the engine.
+  struct Transfer {
+    IoOp op = IoOp::kRead;
+    int fd = -1;
+    char* buf = nullptr;
+    size_t len = 0;
+    uint64_t offset = 0;
+    size_t done = 0;  // bytes moved so far (short transfers continue)
+  };
+  Transfer transfer_;
+};
 
 struct IoRequest {
   IoOp op = IoOp::kRead;
@@ -67,6 +89,9 @@ struct IoEngineOptions {
   // Use io_uring; when false, or when io_uring is unavailable (disabled by
   // sysctl, seccomp, old kernel), requests run inline in Submit.
   bool use_io_uring = true;
+  // The system calls of the io_uring workers (uring_os.h); null: the real
+  // ones. Not owned; must outlive the engine. Tests inject faults here.
+  UringOs* uring_os = nullptr;
 };
 
 class IoEngine {
@@ -88,6 +113,6 @@ std::unique_ptr<IoEngine> CreateIoEngine(
 int64_t SubmitAndWait(IoEngine& engine, IoOp op, int fd, void* buf, size_t len,
                       uint64_t offset);
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_IO_ENGINE_H_
+#endif  // FGDS_COMMON_IO_IO_ENGINE_H_

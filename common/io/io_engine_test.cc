@@ -1,4 +1,4 @@
-#include "backend/io_engine.h"
+#include "common/io/io_engine.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "backend/inline_engine.h"
-#include "backend/uring_engine.h"
+#include "common/io/inline_engine.h"
+#include "common/io/uring_engine.h"
 #include "gtest/gtest.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
 
 class TempFile {
@@ -287,4 +287,4 @@ TEST(IoEngineFactoryTest, DisabledUringFallsBackWithReason) {
 }
 
 }  // namespace
-}  // namespace fgds::backend
+}  // namespace fgds::io

@@ -1,11 +1,11 @@
-#include "backend/io_plan.h"
+#include "common/io/io_plan.h"
 
 #include <cerrno>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
 
 char g_buf[1 << 22];
@@ -117,4 +117,4 @@ TEST(IoPlanTest, EachRequestGetsWhatPreadWould) {
 }
 
 }  // namespace
-}  // namespace fgds::backend
+}  // namespace fgds::io

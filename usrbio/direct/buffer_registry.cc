@@ -1,4 +1,4 @@
-#include "usrbio/direct/registry.h"
+#include "usrbio/direct/buffer_registry.h"
 
 #include <cerrno>
 
@@ -20,7 +20,7 @@ void Pin::Reset() {
   registry_ = nullptr;
 }
 
-int Registry::Add(uint64_t base, uint64_t size, uint64_t buffer_id) {
+int BufferRegistry::Add(uint64_t base, uint64_t size, uint64_t buffer_id) {
   if (size == 0 || base + size < base) return -EINVAL;
   fgds::MutexLock lock(&mu_);
   auto next = by_base_.lower_bound(base);
@@ -33,7 +33,7 @@ int Registry::Add(uint64_t base, uint64_t size, uint64_t buffer_id) {
   return 0;
 }
 
-int Registry::Acquire(uint64_t address, uint64_t size, Pin* pin) {
+int BufferRegistry::Acquire(uint64_t address, uint64_t size, Pin* pin) {
   fgds::MutexLock lock(&mu_);
   auto it = by_base_.upper_bound(address);
   if (it == by_base_.begin()) return 0;
@@ -47,12 +47,12 @@ int Registry::Acquire(uint64_t address, uint64_t size, Pin* pin) {
   return 0;
 }
 
-void Registry::Release(Registration* registration) {
+void BufferRegistry::Release(Registration* registration) {
   fgds::MutexLock lock(&mu_);
   if (--registration->pins_ == 0) unpinned_.SignalAll();
 }
 
-int Registry::Remove(uint64_t base) {
+int BufferRegistry::Remove(uint64_t base) {
   fgds::MutexLock lock(&mu_);
   auto it = by_base_.find(base);
   if (it == by_base_.end()) return -ENOENT;
@@ -64,7 +64,7 @@ int Registry::Remove(uint64_t base) {
   return 0;
 }
 
-size_t Registry::size() const {
+size_t BufferRegistry::size() const {
   fgds::MutexLock lock(&mu_);
   return by_base_.size();
 }

@@ -1,27 +1,12 @@
-#include "backend/uring_engine.h"
+#include "common/io/uring_engine.h"
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <utility>
 
-namespace fgds::backend {
+namespace fgds::io {
 namespace {
-
-// The common case, one request in one piece: the item completes the
-// request itself.
-class RequestItem : public WorkItem {
- public:
-  RequestItem(const PlannedPiece& p, IoCompletion* completion)
-      : WorkItem(p.op, p.fd, p.buf, p.len, p.offset), completion_(completion) {}
-  void Finish(int64_t result) override {
-    completion_->Complete(result);
-    delete this;
-  }
-
- private:
-  IoCompletion* const completion_;
-};
 
 // A unit of several requests or pieces: collects the pieces' results and,
 // when the last one arrives, completes each request with its share.
@@ -62,13 +47,12 @@ class UnitTracker {
   std::atomic<uint32_t> pending_;
 };
 
-class PieceItem : public WorkItem {
+// One piece of a unit: an IoCompletion of its own, carrying the piece's
+// transfer.
+class PieceItem : public IoCompletion {
  public:
-  PieceItem(const PlannedPiece& p, UnitTracker* unit, uint32_t index)
-      : WorkItem(p.op, p.fd, p.buf, p.len, p.offset),
-        unit_(unit),
-        index_(index) {}
-  void Finish(int64_t result) override {
+  PieceItem(UnitTracker* unit, uint32_t index) : unit_(unit), index_(index) {}
+  void Complete(int64_t result) override {
     unit_->PieceDone(index_, result);
     delete this;
   }
@@ -89,8 +73,9 @@ absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
                                           1u, kMaxDefaultWorkers));
   }
   for (int i = 0; i < workers; ++i) {
-    auto worker = UringWorker::Create(options.queue_depth,
-                                      uint64_t{options.spin_us} * 1000);
+    auto worker =
+        UringWorker::Create(options.queue_depth,
+                            uint64_t{options.spin_us} * 1000, options.uring_os);
     if (!worker.ok()) return worker.status();
     engine->workers_.push_back(*std::move(worker));
   }
@@ -106,25 +91,33 @@ UringEngine::~UringEngine() {
   workers_.clear();
 }
 
+void UringEngine::Carry(IoCompletion* item, const PlannedPiece& piece) {
+  item->transfer_ = {piece.op, piece.fd, piece.buf, piece.len, piece.offset, 0};
+}
+
 void UringEngine::Submit(std::span<const IoRequest> batch) {
   if (batch.empty()) return;
   // Per-thread scratch: a submitting thread reuses its capacity.
   thread_local IoPlan plan;
-  thread_local std::vector<WorkItem*> items;
+  thread_local std::vector<IoCompletion*> items;
   PlanBatch(batch, limits_, &plan);
   items.resize(plan.pieces.size());
   for (const PlannedUnit& u : plan.units) {
     if (u.requests == 1 && u.pieces == 1) {
-      items[u.first_piece] = new RequestItem(plan.pieces[u.first_piece],
-                                             batch[u.first_request].completion);
+      // The common case: the request's own completion carries the
+      // transfer, nothing is allocated.
+      IoCompletion* completion = batch[u.first_request].completion;
+      Carry(completion, plan.pieces[u.first_piece]);
+      items[u.first_piece] = completion;
       continue;
     }
     auto* unit = new UnitTracker(
         batch.subspan(u.first_request, u.requests),
         std::span(plan.pieces).subspan(u.first_piece, u.pieces));
     for (uint32_t k = 0; k < u.pieces; ++k) {
-      items[u.first_piece + k] =
-          new PieceItem(plan.pieces[u.first_piece + k], unit, k);
+      auto* piece = new PieceItem(unit, k);
+      Carry(piece, plan.pieces[u.first_piece + k]);
+      items[u.first_piece + k] = piece;
     }
   }
   const size_t groups = plan.group_starts.size() - 1;
@@ -140,4 +133,4 @@ void UringEngine::Submit(std::span<const IoRequest> batch) {
   }
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io

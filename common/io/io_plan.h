@@ -1,4 +1,4 @@
-// File: backend/io_plan.h
+// File: common/io/io_plan.h
 //
 // How the io_uring engine turns a batch of requests into the pieces its
 // workers run, and how the pieces' results become the requests' results.
@@ -8,23 +8,25 @@
 //           fd and op, the next file offset and the next buffer byte) become
 //           one unit, up to PlanLimits::merge_bytes: a run of small
 //           sequential entries costs one system call, not one each;
-//   split   a unit longer than split_bytes is cut into pieces of that size
-//           (a multiple of 4096, so O_DIRECT alignment survives), which
-//           different workers copy or read in parallel;
+//   split   a unit longer than split_bytes is cut into pieces of at most
+//           that size (a multiple of 4096) at 4096-aligned file offsets,
+//           the rule every FGDS chunker shares (chunking.h), so O_DIRECT
+//           alignment survives; different workers copy or read them in
+//           parallel;
 //   spread  the pieces go to workers in contiguous groups; a group carries at
 //           least spread_bytes (waking a worker costs more than copying a
 //           few pages), and never more groups than workers.
-#ifndef FGDS_BACKEND_IO_PLAN_H_
-#define FGDS_BACKEND_IO_PLAN_H_
+#ifndef FGDS_COMMON_IO_IO_PLAN_H_
+#define FGDS_COMMON_IO_IO_PLAN_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "backend/io_engine.h"
+#include "common/io/io_engine.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 struct PlanLimits {
   size_t merge_bytes = size_t{1} << 20;
@@ -80,6 +82,6 @@ UnitOutcome CombinePieces(std::span<const PlannedPiece> pieces,
 // or before it, else 0 (end of file).
 int64_t RequestResult(const UnitOutcome& outcome, uint64_t start, uint64_t len);
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_IO_PLAN_H_
+#endif  // FGDS_COMMON_IO_IO_PLAN_H_

@@ -1,14 +1,14 @@
-// File: backend/inline_engine.h
+// File: common/io/inline_engine.h
 //
 // InlineEngine runs each request with pread/pwrite in the submitting thread.
 // It is the fallback where io_uring is unavailable, and the reference the
 // io_uring engine is tested against.
-#ifndef FGDS_BACKEND_INLINE_ENGINE_H_
-#define FGDS_BACKEND_INLINE_ENGINE_H_
+#ifndef FGDS_COMMON_IO_INLINE_ENGINE_H_
+#define FGDS_COMMON_IO_INLINE_ENGINE_H_
 
-#include "backend/io_engine.h"
+#include "common/io/io_engine.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 class InlineEngine : public IoEngine {
  public:
@@ -20,6 +20,6 @@ class InlineEngine : public IoEngine {
 // and EINTR: bytes or -errno. Shared by both engines' slow paths.
 int64_t RunBlocking(const IoRequest& request);
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
 
-#endif  // FGDS_BACKEND_INLINE_ENGINE_H_
+#endif  // FGDS_COMMON_IO_INLINE_ENGINE_H_

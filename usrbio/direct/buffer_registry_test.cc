@@ -1,4 +1,4 @@
-#include "usrbio/direct/registry.h"
+#include "usrbio/direct/buffer_registry.h"
 
 #include <atomic>
 #include <cerrno>
@@ -11,8 +11,8 @@ namespace {
 
 constexpr uint64_t kBase = 0x7f0000000000;
 
-TEST(RegistryTest, AddRejectsOverlapsAndEmpty) {
-  Registry registry;
+TEST(BufferRegistryTest, AddRejectsOverlapsAndEmpty) {
+  BufferRegistry registry;
   EXPECT_EQ(registry.Add(kBase, 0, 1), -EINVAL);
   EXPECT_EQ(registry.Add(~uint64_t{0} - 10, 100, 1), -EINVAL);
   ASSERT_EQ(registry.Add(kBase + 100, 100, 1), 0);
@@ -26,8 +26,8 @@ TEST(RegistryTest, AddRejectsOverlapsAndEmpty) {
   EXPECT_EQ(registry.size(), 3u);
 }
 
-TEST(RegistryTest, AcquireFindsContainingRange) {
-  Registry registry;
+TEST(BufferRegistryTest, AcquireFindsContainingRange) {
+  BufferRegistry registry;
   ASSERT_EQ(registry.Add(kBase, 1000, 7), 0);
   Pin pin;
   ASSERT_EQ(registry.Acquire(kBase + 10, 990, &pin), 0);
@@ -44,8 +44,8 @@ TEST(RegistryTest, AcquireFindsContainingRange) {
   EXPECT_EQ(pin.get(), nullptr);
 }
 
-TEST(RegistryTest, RemoveUnknownIsNoEnt) {
-  Registry registry;
+TEST(BufferRegistryTest, RemoveUnknownIsNoEnt) {
+  BufferRegistry registry;
   EXPECT_EQ(registry.Remove(kBase), -ENOENT);
   ASSERT_EQ(registry.Add(kBase, 100, 1), 0);
   EXPECT_EQ(registry.Remove(kBase + 1), -ENOENT);  // not its start
@@ -55,8 +55,8 @@ TEST(RegistryTest, RemoveUnknownIsNoEnt) {
 
 // The fence: Remove returns only after the I/O holding a pin released it,
 // and new I/O no longer finds the registration meanwhile.
-TEST(RegistryTest, RemoveWaitsForPins) {
-  Registry registry;
+TEST(BufferRegistryTest, RemoveWaitsForPins) {
+  BufferRegistry registry;
   ASSERT_EQ(registry.Add(kBase, 4096, 1), 0);
   Pin pin;
   ASSERT_EQ(registry.Acquire(kBase, 4096, &pin), 0);

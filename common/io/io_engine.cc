@@ -1,12 +1,12 @@
-#include "backend/io_engine.h"
+#include "common/io/io_engine.h"
 
 #include <semaphore>
 #include <string>
 
-#include "backend/inline_engine.h"
-#include "backend/uring_engine.h"
+#include "common/io/inline_engine.h"
+#include "common/io/uring_engine.h"
 
-namespace fgds::backend {
+namespace fgds::io {
 
 std::unique_ptr<IoEngine> CreateIoEngine(const IoEngineOptions& options,
                                          std::string* fallback_reason) {
@@ -46,4 +46,4 @@ int64_t SubmitAndWait(IoEngine& engine, IoOp op, int fd, void* buf, size_t len,
   return completion.Wait();
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io

@@ -1,11 +1,14 @@
-// File: usrbio/direct/registry.h
+// File: usrbio/direct/buffer_registry.h
 //
 // The registered device buffers of one driver, and the fence that makes
 // fgds_buf_deregister safe: every I/O on a registered buffer holds a pin on
 // its Registration from submission to completion, and Remove waits until
-// the pins are gone.
-#ifndef FGDS_USRBIO_DIRECT_REGISTRY_H_
-#define FGDS_USRBIO_DIRECT_REGISTRY_H_
+// the pins are gone. (Not the daemon's session Registry, fusefs/session/
+// registry.h: that one maps a usrbio session's ids to its iovs and files;
+// this one maps device address ranges to fences. Different keys, lifetimes
+// and locking, so they stay two classes, with two names.)
+#ifndef FGDS_USRBIO_DIRECT_BUFFER_REGISTRY_H_
+#define FGDS_USRBIO_DIRECT_BUFFER_REGISTRY_H_
 
 #include <cstdint>
 #include <map>
@@ -17,7 +20,7 @@
 
 namespace fgds::direct {
 
-class Registry;
+class BufferRegistry;
 
 // One registered range [base, base + size). Immutable but for the pins
 // and its direct-path mappings (internally synchronized).
@@ -36,12 +39,12 @@ class Registration {
   DirectBuffer& direct() const { return direct_; }
 
  private:
-  friend class Registry;
+  friend class BufferRegistry;
   const uint64_t base_;
   const uint64_t size_;
   const uint64_t buffer_id_;
   mutable DirectBuffer direct_;
-  int pins_ = 0;  // I/O in flight on it; guarded by Registry::mu_
+  int pins_ = 0;  // I/O in flight on it; guarded by BufferRegistry::mu_
 };
 
 // Pin keeps a registration's I/O counted until it is destroyed (the
@@ -49,7 +52,7 @@ class Registration {
 class Pin {
  public:
   Pin() = default;
-  Pin(Registry* registry, std::shared_ptr<Registration> registration)
+  Pin(BufferRegistry* registry, std::shared_ptr<Registration> registration)
       : registry_(registry), registration_(std::move(registration)) {}
   ~Pin() { Reset(); }
   Pin(Pin&& other) noexcept { *this = std::move(other); }
@@ -61,16 +64,16 @@ class Pin {
   void Reset();
 
  private:
-  Registry* registry_ = nullptr;
+  BufferRegistry* registry_ = nullptr;
   std::shared_ptr<Registration> registration_;
 };
 
 // Thread-safe.
-class Registry {
+class BufferRegistry {
  public:
-  Registry() = default;
-  Registry(const Registry&) = delete;
-  Registry& operator=(const Registry&) = delete;
+  BufferRegistry() = default;
+  BufferRegistry(const BufferRegistry&) = delete;
+  BufferRegistry& operator=(const BufferRegistry&) = delete;
 
   // Add registers [base, base + size). -EEXIST when it overlaps a
   // registered range, -EINVAL for size 0 or an overflowing range.
@@ -102,4 +105,4 @@ class Registry {
 
 }  // namespace fgds::direct
 
-#endif  // FGDS_USRBIO_DIRECT_REGISTRY_H_
+#endif  // FGDS_USRBIO_DIRECT_BUFFER_REGISTRY_H_

@@ -1,37 +1,23 @@
-// File: usrbio/gpu/chunking.h
+// File: usrbio/gpu/request_result.h
 //
-// How the GPU stager cuts a request into staging chunks. Chunk boundaries
-// fall on 4096-aligned file offsets wherever the request allows it: every
-// chunk but the first of a request that starts unaligned, and the last of
-// one that ends unaligned, is then aligned in file offset and length, and
-// lands at an aligned staging offset, so the daemon serves it O_DIRECT.
-#ifndef FGDS_USRBIO_GPU_CHUNKING_H_
-#define FGDS_USRBIO_GPU_CHUNKING_H_
+// How the GPU stager (stager.h) folds the outcomes of one request's chunks
+// into its one completion. The chunks themselves are cut by the shared
+// rule, common/io/chunking.h (Edges::kMerged: cuts on 4096-aligned file
+// offsets, so every chunk but the first of a request that starts unaligned,
+// and the last of one that ends unaligned, is aligned in file offset and
+// length, lands at an aligned staging offset, and the daemon serves it
+// O_DIRECT).
+#ifndef FGDS_USRBIO_GPU_REQUEST_RESULT_H_
+#define FGDS_USRBIO_GPU_REQUEST_RESULT_H_
 
-#include <algorithm>
 #include <cstdint>
+
+#include "common/io/chunking.h"
 
 namespace fgds::usrbio::gpu {
 
-inline constexpr uint64_t kAlign = 4096;
-
-// ChunkLength returns the length of the chunk that starts at `file_offset`
-// with `remaining` (> 0) bytes of the request left. REQUIRES: chunk_bytes a
-// nonzero multiple of kAlign. Never 0, never more than chunk_bytes.
-inline uint64_t ChunkLength(uint64_t file_offset, uint64_t remaining,
-                            uint64_t chunk_bytes) {
-  // An unaligned start gives a shorter first chunk ending on a boundary.
-  const uint64_t len = chunk_bytes - file_offset % kAlign;
-  return std::min(len, remaining);
-}
-
-// ChunkCount returns how many chunks ChunkLength cuts a request into.
-inline uint64_t ChunkCount(uint64_t file_offset, uint64_t len,
-                           uint64_t chunk_bytes) {
-  if (len == 0) return 0;
-  const uint64_t first = ChunkLength(file_offset, len, chunk_bytes);
-  return 1 + (len - first + chunk_bytes - 1) / chunk_bytes;
-}
+// Chunk offsets, lengths and staging offsets are aligned to this.
+inline constexpr uint64_t kAlign = io::kChunkAlignment;
 
 // RequestResult folds a request's chunk outcomes into its one completion,
 // as pread/pwrite would report them: the length of the prefix that moved
@@ -73,4 +59,4 @@ class RequestResult {
 
 }  // namespace fgds::usrbio::gpu
 
-#endif  // FGDS_USRBIO_GPU_CHUNKING_H_
+#endif  // FGDS_USRBIO_GPU_REQUEST_RESULT_H_

@@ -1,8 +1,10 @@
-#include "backend/io_plan.h"
+#include "common/io/io_plan.h"
 
 #include <algorithm>
 
-namespace fgds::backend {
+#include "common/io/chunking.h"
+
+namespace fgds::io {
 namespace {
 
 // Whether `next` continues `prev` in the file and in memory.
@@ -21,7 +23,9 @@ void PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits,
   plan.units.clear();
   plan.pieces.clear();
   plan.group_starts.clear();
-  const size_t split = std::max<size_t>(limits.split_bytes, 4096);
+  // The shared chunking rule (chunking.h): a whole number of 4096 blocks.
+  const uint64_t split = std::max<uint64_t>(
+      limits.split_bytes & ~(kChunkAlignment - 1), kChunkAlignment);
   uint64_t total_bytes = 0;
   size_t i = 0;
   while (i < batch.size()) {
@@ -38,10 +42,12 @@ void PlanBatch(std::span<const IoRequest> batch, const PlanLimits& limits,
     unit.requests = static_cast<uint32_t>(end - i);
     unit.first_piece = static_cast<uint32_t>(plan.pieces.size());
     const IoRequest& first = batch[i];
-    // Split: pieces of `split` bytes; an empty request is one empty piece.
+    // Split: pieces of at most `split` bytes, cut at 4096-aligned file
+    // offsets (chunking.h); an empty request is one empty piece.
     uint64_t done = 0;
     do {
-      const uint64_t piece = std::min<uint64_t>(len - done, split);
+      const uint64_t piece =
+          len == 0 ? 0 : ChunkLength(first.offset + done, len - done, split);
       plan.pieces.push_back(
           PlannedPiece{first.op, first.fd, static_cast<char*>(first.buf) + done,
                        static_cast<size_t>(piece), first.offset + done});
@@ -87,4 +93,4 @@ int64_t RequestResult(const UnitOutcome& outcome, uint64_t start,
   return outcome.error;
 }
 
-}  // namespace fgds::backend
+}  // namespace fgds::io
