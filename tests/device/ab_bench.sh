@@ -10,7 +10,9 @@
 #   FGDS_AB_BEFORE_SRC                       a source tree to build "before"
 #                                            from (the repo is "after")
 #   FGDS_AB_SIZE (default 1G), FGDS_AB_ROUNDS (2), FGDS_AB_GPU=1 adds the
-#   GPU cases (libfgds, usrbio-gpu: 8 threads, 4 MiB blocks, qd 4).
+#   GPU cases (libfgds, usrbio-gpu: 8 threads, 4 MiB blocks, qd 4),
+#   FGDS_AB_CPU=0 leaves out the CPU ones (POSIX and usrbio into host
+#   memory).
 #
 # On the device machine: carry .deps and the before tree, e.g.
 #   git archive BASE | tar -x -C .ab-before   (ignored by .git/info/exclude)
@@ -108,12 +110,14 @@ run_case() {
   done
 }
 
-run_case seq1m-cold --size "$SIZE" --bs 1M --cache cold \
-  --modes posix,native,usrbio,usrbio-direct
-run_case seq1m-warm --size "$SIZE" --bs 1M --cache warm \
-  --modes posix,native,usrbio
-run_case rand4k-t1 --size 256M --bs 4K --pattern rand --cache warm --qd 32 \
-  --threads 1 --modes posix,native,usrbio
+if [ "${FGDS_AB_CPU:-1}" = 1 ]; then
+  run_case seq1m-cold --size "$SIZE" --bs 1M --cache cold \
+    --modes posix,native,usrbio,usrbio-direct
+  run_case seq1m-warm --size "$SIZE" --bs 1M --cache warm \
+    --modes posix,native,usrbio
+  run_case rand4k-t1 --size 256M --bs 4K --pattern rand --cache warm --qd 32 \
+    --threads 1 --modes posix,native,usrbio
+fi
 if [ "${FGDS_AB_GPU:-0}" = 1 ]; then
   run_case gpu4m --size "$SIZE" --bs 4M --threads 8 --qd 4 --cache both \
     --modes libfgds,usrbio-gpu,bounce-baseline
