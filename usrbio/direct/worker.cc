@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <future>
 
+#include "common/io/inline_engine.h"
 #include "common/page_cache.h"
 #include "fgds/fgds.h"
 
@@ -239,8 +240,8 @@ void Worker::StartRead(Slot& slot) {
   const FileHandles& file = request.file();
   if (chunk.kind == ChunkKind::kUnaligned || file.direct_fd() < 0) {
     if (file.buffered_fd() < 0) return Fail(slot, -EINVAL);
-    return SubmitIo(slot, /*write=*/false, file.buffered_fd(), kSrcBuffered,
-                    chunk.length, chunk.file_offset);
+    return ReadInline(slot, file.buffered_fd(), kSrcBuffered, chunk.length,
+                      chunk.file_offset);
   }
   if (config_.use_page_cache && file.buffered_fd() >= 0 &&
       fgds::FullyCached(file.buffered_fd(), chunk.file_offset, chunk.length)) {
@@ -248,8 +249,8 @@ void Worker::StartRead(Slot& slot) {
     // partly cached goes O_DIRECT whole (coherent: the kernel writes back
     // dirty pages of the range first); reading its cached part buffered
     // and the rest O_DIRECT would split requests for little gain.
-    return SubmitIo(slot, /*write=*/false, file.buffered_fd(), kSrcPageCache,
-                    chunk.length, chunk.file_offset);
+    return ReadInline(slot, file.buffered_fd(), kSrcPageCache, chunk.length,
+                      chunk.file_offset);
   }
   // Cached pages bounce (above: a CPU copy into staging and a DMA to the
   // device beat CPU stores into GPU memory); the rest goes direct when the
@@ -366,6 +367,15 @@ void Worker::SubmitIo(Slot& slot, bool write, int fd, int source,
                         file_offset,
                         &slot};
   engine_.Submit({&request, 1});
+}
+
+void Worker::ReadInline(Slot& slot, int fd, int source, uint64_t length,
+                        uint64_t file_offset) {
+  slot.state = State::kReading;
+  slot.io_source = source;
+  const io::IoRequest request{io::IoOp::kRead, fd,          slot.staging,
+                              length,          file_offset, nullptr};
+  OnCompletion(slot, static_cast<int>(io::RunBlocking(request)));
 }
 
 void Worker::OnCompletion(Slot& slot, int result) {

@@ -124,6 +124,14 @@ class Worker {
   // count as `source` (kSrc*).
   void SubmitIo(Slot& slot, bool write, int fd, int source, uint64_t length,
                 uint64_t file_offset);
+  // ReadInline reads the slot's chunk into its staging in this thread, with
+  // the engine's blocking transfer (io::RunBlocking), for reads that are
+  // memory copies out of the page cache: an engine thread doing the copy
+  // and handing the slot back cost a third of page-cached throughput
+  // (tests/device/ab_bench.sh on the H200: 47 -> 24-36 GB/s), and the
+  // staging stays in this thread's CPU cache for the device copy.
+  void ReadInline(Slot& slot, int fd, int source, uint64_t length,
+                  uint64_t file_offset);
   void Finish(Slot& slot, int64_t result);
   void Fail(Slot& slot, int error) { Finish(slot, error); }
 
