@@ -12,7 +12,7 @@
 #   FGDS_AB_SIZE (default 1G), FGDS_AB_ROUNDS (2), FGDS_AB_GPU=1 adds the
 #   GPU cases (libfgds, usrbio-gpu: 8 threads, 4 MiB blocks, qd 4),
 #   FGDS_AB_CPU=0 leaves out the CPU ones (POSIX and usrbio into host
-#   memory).
+#   memory); FGDS_AB_GPU_MODES and FGDS_AB_GPU_CACHE narrow the GPU case.
 #
 # On the device machine: carry .deps and the before tree, e.g.
 #   git archive BASE | tar -x -C .ab-before   (ignored by .git/info/exclude)
@@ -91,14 +91,18 @@ for side in before after; do
   "$bin" mount --data "$DISK/$side/data" "$DISK/$side/mnt" || exit 1
 done
 
-# case NAME ARGS...: every round runs before then after.
+# case NAME ARGS...: every round runs both builds, before first in odd
+# rounds and after first in even ones (so neither always runs on a machine
+# the other just warmed or loaded).
 cases=()
 run_case() {
-  local name=$1 side bin round
+  local name=$1 side bin round order
   shift
   cases+=("$name")
   for round in $(seq 1 "$ROUNDS"); do
-    for side in before after; do
+    order="before after"
+    [ $((round % 2)) = 0 ] && order="after before"
+    for side in $order; do
       bin=$BEFORE
       [ "$side" = after ] && bin=$AFTER
       step "$name $side round $round"
@@ -119,8 +123,9 @@ if [ "${FGDS_AB_CPU:-1}" = 1 ]; then
     --threads 1 --modes posix,native,usrbio
 fi
 if [ "${FGDS_AB_GPU:-0}" = 1 ]; then
-  run_case gpu4m --size "$SIZE" --bs 4M --threads 8 --qd 4 --cache both \
-    --modes libfgds,usrbio-gpu,bounce-baseline
+  run_case gpu4m --size "$SIZE" --bs 4M --threads 8 --qd 4 \
+    --cache "${FGDS_AB_GPU_CACHE:-both}" \
+    --modes "${FGDS_AB_GPU_MODES:-libfgds,usrbio-gpu,bounce-baseline}"
 fi
 
 step "table (GB/s per round; ratio = mean after / mean before)"
