@@ -22,9 +22,10 @@ using fgds::session::RegisteredFile;
 using fgds::session::Registry;
 using fgds::session::SharedMemory;
 
-// Stand-ins for backend handles: CheckSqe never dereferences them.
+// Stand-ins for backend handles, never null: CheckSqe never dereferences
+// them.
 fgds::backend::File* FakeFile(uintptr_t n) {
-  return reinterpret_cast<fgds::backend::File*>(n * 64);
+  return reinterpret_cast<fgds::backend::File*>((n + 1) * 64);
 }
 
 // The descriptors ChooseIo sees for a fake file: file 2 has an O_DIRECT
