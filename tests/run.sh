@@ -37,20 +37,21 @@ run_stage() {
   if (cd "$repo/$dir" && ctest --output-on-failure -j1 $label_args); then
     echo "=== stage $name passed in $((SECONDS - start)) s ==="
   else
-    echo "=== stage $name FAILED ==="
+    echo "=== stage $name FAILED after $((SECONDS - start)) s ==="
     failed+=("$name")
   fi
 }
 
 check_format() {
   echo "=== stage format ==="
+  local start=$SECONDS
   local bad=()
   while IFS= read -r f; do
     clang-format --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
   done < <(cd "$repo" && git ls-files -- '*.cc' '*.h' '*.c' |
            sed "s|^|$repo/|")
   if [ ${#bad[@]} -eq 0 ]; then
-    echo "=== stage format passed ==="
+    echo "=== stage format passed in $((SECONDS - start)) s ==="
   else
     printf '  not clang-formatted: %s\n' "${bad[@]}"
     echo "=== stage format FAILED (run clang-format -i on them) ==="
@@ -64,7 +65,7 @@ run_kmod() {
   if "$repo/tests/kmod/run-lab.sh"; then
     echo "=== stage kmod passed in $((SECONDS - start)) s ==="
   else
-    echo "=== stage kmod FAILED ==="
+    echo "=== stage kmod FAILED after $((SECONDS - start)) s ==="
     failed+=(kmod)
   fi
 }
@@ -89,6 +90,7 @@ for stage in $stages; do
   esac
 done
 
+echo "total: $SECONDS s"
 if [ ${#failed[@]} -ne 0 ]; then
   echo "FAILED stages: ${failed[*]}"
   exit 1
