@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 
 namespace fgds::session {
 
@@ -47,6 +48,23 @@ void CacheInvalidator::Invalidate(uint64_t node, uint64_t offset, uint64_t len,
                                   std::function<void()> done) {
   const Range range = {node, offset, len};
   Invalidate(std::span(&range, 1), std::move(done));
+}
+
+void CacheInvalidator::InvalidateNow(std::span<const Range> ranges) {
+  // Usually one file: merge per node as Loop does, without a map.
+  absl::InlinedVector<Range, 4> spans;
+  for (const Range& r : ranges) {
+    auto it = std::find_if(spans.begin(), spans.end(),
+                           [&](const Range& s) { return s.node == r.node; });
+    if (it == spans.end()) {
+      spans.push_back(r);
+      continue;
+    }
+    const uint64_t end = std::max(it->offset + it->len, r.offset + r.len);
+    it->offset = std::min(it->offset, r.offset);
+    it->len = end - it->offset;
+  }
+  for (const Range& s : spans) invalidate_(s.node, s.offset, s.len);
 }
 
 void CacheInvalidator::Flush() {

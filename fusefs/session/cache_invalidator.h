@@ -30,11 +30,13 @@
 //
 // The invalidation (fuse_lowlevel_notify_inval_inode) may wait in the
 // kernel for page locks that in-flight FUSE reads hold, and for the FUSE
-// WRITEs of step 1, so it runs on this class's own thread: never on an
-// engine worker that those reads and writes need, nor on a FUSE loop
-// thread (which serves them), nor on a ring worker (which would stall its
-// other entries). Ranges queued while a call runs are merged: one call per
-// file per round, covering steps 1 and 3 of different writes alike.
+// WRITEs of step 1, so it never runs on an engine worker that those reads
+// and writes need, nor on a FUSE loop thread (which serves them). Step 3
+// runs on this class's own thread (it follows a completion, which arrives
+// on an engine worker); ranges queued while a call runs are merged, one
+// call per file per round. Step 1 runs on the ring's worker thread
+// (InvalidateNow), which nothing the kernel waits for depends on: it
+// stalls that ring's batch alone, and saves two thread hops per batch.
 //
 // Thread safety: Invalidate and Flush from any thread (never from a `done`
 // callback for Flush).
@@ -91,6 +93,11 @@ class CacheInvalidator {
   // The same for one range.
   void Invalidate(uint64_t node, uint64_t offset, uint64_t len,
                   std::function<void()> done);
+
+  // Step 1 in the calling thread: writes back and drops the ranges' cached
+  // pages (one call per node, over the span of its ranges) and returns.
+  // Never from an engine worker or a FUSE loop thread (see above).
+  void InvalidateNow(std::span<const Range> ranges);
 
   // Returns once everything queued before the call has run, `done`
   // callbacks included (what those queue in turn may still be pending).
