@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
-#include "backend/io_aliases.h"
+#include "common/io/io_engine.h"
 
 namespace fgds::backend {
 
@@ -30,7 +30,7 @@ struct BackendConfig {
   // local: the backing directory.
   std::string data_dir;
   // The I/O engine of backends that do local I/O.
-  IoEngineOptions engine;
+  io::IoEngineOptions engine;
 };
 
 // The names CreateBackend accepts.

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "backend/io_aliases.h"
+#include "common/io/io_engine.h"
 
 namespace fgds::backend {
 
@@ -79,7 +79,7 @@ inline constexpr uint32_t kIoPreferDirect = 1u << 0;
 // file for reads) or -errno. The backend sets path() before the request
 // can complete, so Complete may read it. Must stay alive until Complete,
 // which may delete it.
-class FileIoCompletion : public IoCompletion {
+class FileIoCompletion : public io::IoCompletion {
  public:
   IoPath path() const { return path_; }
   void set_path(IoPath path) { path_ = path; }

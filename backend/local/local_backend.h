@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
 #include "backend/local/inode_table.h"
+#include "common/io/io_engine.h"
 
 namespace fgds::backend {
 
@@ -30,7 +31,7 @@ class LocalBackend : public Backend {
   // Serves `root_dir`, which must be an existing directory. The process
   // umask must be 0 (the kernel already applied the caller's).
   static absl::StatusOr<std::unique_ptr<LocalBackend>> Create(
-      const std::string& root_dir, const IoEngineOptions& engine_options);
+      const std::string& root_dir, const io::IoEngineOptions& engine_options);
   ~LocalBackend() override;
 
   NodeId root() const override { return kRootNode; }
@@ -93,7 +94,7 @@ class LocalBackend : public Backend {
 
  private:
   LocalBackend(int root_fd, const struct stat& root_stat,
-               std::unique_ptr<IoEngine> engine, std::string fallback);
+               std::unique_ptr<io::IoEngine> engine, std::string fallback);
 
   // Looks `name` up under `parent` and registers the result (one lookup).
   int LookupEntry(LocalInode& parent, const char* name, Entry* out);
@@ -102,7 +103,7 @@ class LocalBackend : public Backend {
   bool RememberCacheState(LocalInode& inode, int fd);
 
   InodeTable inodes_;
-  std::unique_ptr<IoEngine> engine_;
+  std::unique_ptr<io::IoEngine> engine_;
   std::string fallback_;
 };
 

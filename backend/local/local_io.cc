@@ -5,27 +5,28 @@
 #include <utility>
 
 #include "absl/container/inlined_vector.h"
-#include "backend/io_aliases.h"
 #include "backend/local/io_policy.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
+#include "common/io/inline_engine.h"
+#include "common/io/io_engine.h"
 #include "common/page_cache.h"
 
 namespace fgds::backend {
 namespace {
 
-IoOp EngineOp(FileOp op) {
+io::IoOp EngineOp(FileOp op) {
   switch (op) {
     case FileOp::kRead:
-      return IoOp::kRead;
+      return io::IoOp::kRead;
     case FileOp::kWrite:
-      return IoOp::kWrite;
+      return io::IoOp::kWrite;
     case FileOp::kFsync:
-      return IoOp::kFsync;
+      return io::IoOp::kFsync;
     case FileOp::kFdatasync:
-      return IoOp::kFdatasync;
+      return io::IoOp::kFdatasync;
   }
-  return IoOp::kRead;
+  return io::IoOp::kRead;
 }
 
 IoChoice Choose(const FileIoRequest& request) {
@@ -34,10 +35,10 @@ IoChoice Choose(const FileIoRequest& request) {
                   &FullyCached);
 }
 
-IoRequest ToEngine(const FileIoRequest& request, const IoChoice& choice) {
-  return IoRequest{EngineOp(request.op), choice.fd,
-                   request.buf,          static_cast<size_t>(request.len),
-                   request.offset,       request.completion};
+io::IoRequest ToEngine(const FileIoRequest& request, const IoChoice& choice) {
+  return io::IoRequest{EngineOp(request.op), choice.fd,
+                       request.buf,          static_cast<size_t>(request.len),
+                       request.offset,       request.completion};
 }
 
 }  // namespace
@@ -45,7 +46,7 @@ IoRequest ToEngine(const FileIoRequest& request, const IoChoice& choice) {
 void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
   // Per call, not per thread: with the inline engine a completion runs
   // inside Submit and may submit again.
-  absl::InlinedVector<IoRequest, 8> requests;
+  absl::InlinedVector<io::IoRequest, 8> requests;
   absl::InlinedVector<std::pair<FileIoCompletion*, int>, 4> refused;
   for (const FileIoRequest& request : batch) {
     IoChoice choice = Choose(request);
@@ -64,7 +65,7 @@ int64_t LocalBackend::RunIo(const FileIoRequest& request, IoPath* path) {
   IoChoice choice = Choose(request);
   *path = choice.path;
   if (choice.error != 0) return choice.error;
-  int64_t res = RunBlocking(ToEngine(request, choice));
+  int64_t res = io::RunBlocking(ToEngine(request, choice));
   const bool device = request.region != nullptr &&
                       request.region->kind() == MemoryRegion::Kind::kDevice;
   if (res == -EINVAL && choice.path == IoPath::kDirect && !device) {
@@ -72,7 +73,7 @@ int64_t LocalBackend::RunIo(const FileIoRequest& request, IoPath* path) {
     // host memory can always take the page cache instead.
     choice.fd = request.file->fd;
     *path = IoPath::kPageCache;
-    res = RunBlocking(ToEngine(request, choice));
+    res = io::RunBlocking(ToEngine(request, choice));
   }
   return res;
 }

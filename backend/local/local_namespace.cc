@@ -18,7 +18,7 @@ namespace fgds::backend {
 std::string ProcFdPath(int fd) { return absl::StrCat("/proc/self/fd/", fd); }
 
 absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(
-    const std::string& root_dir, const IoEngineOptions& engine_options) {
+    const std::string& root_dir, const io::IoEngineOptions& engine_options) {
   int fd = open(root_dir.c_str(), O_PATH | O_DIRECTORY);
   if (fd < 0) return PosixError("open backing directory " + root_dir, errno);
   struct stat st;
@@ -28,13 +28,13 @@ absl::StatusOr<std::unique_ptr<LocalBackend>> LocalBackend::Create(
     return PosixError("stat backing directory " + root_dir, err);
   }
   std::string fallback;
-  auto engine = CreateIoEngine(engine_options, &fallback);
+  auto engine = io::CreateIoEngine(engine_options, &fallback);
   return std::unique_ptr<LocalBackend>(
       new LocalBackend(fd, st, std::move(engine), std::move(fallback)));
 }
 
 LocalBackend::LocalBackend(int root_fd, const struct stat& root_stat,
-                           std::unique_ptr<IoEngine> engine,
+                           std::unique_ptr<io::IoEngine> engine,
                            std::string fallback)
     : inodes_(root_fd, root_stat),
       engine_(std::move(engine)),
