@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 
 namespace fgds::session {
 
@@ -34,10 +33,9 @@ void CacheInvalidator::Invalidate(std::span<const Range> ranges,
     // Under one lock, so one round takes them all; the last entry carries
     // `done`, which the round runs after every call of the round.
     for (size_t i = 0; i < ranges.size(); ++i) {
-      const Range& r = ranges[i];
-      queue_.push_back(
-          {r.node, r.offset, r.offset + r.len,
-           i + 1 == ranges.size() ? std::move(done) : std::function<void()>()});
+      queue_.push_back({ranges[i], i + 1 == ranges.size()
+                                       ? std::move(done)
+                                       : std::function<void()>()});
     }
     queued_ += ranges.size();
   }
@@ -51,20 +49,19 @@ void CacheInvalidator::Invalidate(uint64_t node, uint64_t offset, uint64_t len,
 }
 
 void CacheInvalidator::InvalidateNow(std::span<const Range> ranges) {
-  // Usually one file: merge per node as Loop does, without a map.
-  absl::InlinedVector<Range, 4> spans;
+  // One call per node over the span of its ranges: dropping a few pages
+  // too many costs a re-read, a call per write costs a system call each.
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> spans;
   for (const Range& r : ranges) {
-    auto it = std::find_if(spans.begin(), spans.end(),
-                           [&](const Range& s) { return s.node == r.node; });
-    if (it == spans.end()) {
-      spans.push_back(r);
-      continue;
+    auto [it, added] = spans.try_emplace(r.node, r.offset, r.offset + r.len);
+    if (!added) {
+      it->second.first = std::min(it->second.first, r.offset);
+      it->second.second = std::max(it->second.second, r.offset + r.len);
     }
-    const uint64_t end = std::max(it->offset + it->len, r.offset + r.len);
-    it->offset = std::min(it->offset, r.offset);
-    it->len = end - it->offset;
   }
-  for (const Range& s : spans) invalidate_(s.node, s.offset, s.len);
+  for (const auto& [node, span] : spans) {
+    invalidate_(node, span.first, span.second - span.first);
+  }
 }
 
 void CacheInvalidator::Flush() {
@@ -75,7 +72,7 @@ void CacheInvalidator::Flush() {
 
 void CacheInvalidator::Loop() {
   std::vector<Pending> round;
-  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<Range> ranges;
   for (;;) {
     {
       fgds::MutexLock lock(&mu_);
@@ -83,18 +80,8 @@ void CacheInvalidator::Loop() {
       if (queue_.empty()) return;  // stopping, and nothing left
       round.swap(queue_);
     }
-    // One call per node over the span of its ranges: dropping a few pages
-    // too many costs a re-read, a call per write costs a system call each.
-    for (const Pending& p : round) {
-      auto [it, added] = ranges.try_emplace(p.node, p.offset, p.end);
-      if (!added) {
-        it->second.first = std::min(it->second.first, p.offset);
-        it->second.second = std::max(it->second.second, p.end);
-      }
-    }
-    for (const auto& [node, range] : ranges) {
-      invalidate_(node, range.first, range.second - range.first);
-    }
+    for (const Pending& p : round) ranges.push_back(p.range);
+    InvalidateNow(ranges);
     for (Pending& p : round) {
       if (p.done) p.done();
     }

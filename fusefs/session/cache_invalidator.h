@@ -96,6 +96,7 @@ class CacheInvalidator {
 
   // Step 1 in the calling thread: writes back and drops the ranges' cached
   // pages (one call per node, over the span of its ranges) and returns.
+  // Loop's rounds go through it too.
   // Never from an engine worker or a FUSE loop thread (see above).
   void InvalidateNow(std::span<const Range> ranges);
 
@@ -107,9 +108,7 @@ class CacheInvalidator {
 
  private:
   struct Pending {
-    uint64_t node;
-    uint64_t offset;
-    uint64_t end;
+    Range range;
     std::function<void()> done;  // may be empty
   };
   void Loop();
