@@ -90,10 +90,9 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    // As MainFlags, but O_EXCL stays: it is the creator's question.
-    MainFlags(flags, &twin);
+    // O_EXCL stays: it is the creator's question.
     fd = openat(dir.fd, name,
-                (flags | O_CREAT) & ~(O_NOCTTY | O_NOFOLLOW | O_DIRECT), mode);
+                MainFlags(flags, &twin) | O_CREAT | (flags & O_EXCL), mode);
     if (fd < 0) return -errno;
   }
   // Pin the inode we created, not whatever the name points to by now.
