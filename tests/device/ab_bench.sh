@@ -58,20 +58,8 @@ if [ -z "$AFTER" ]; then
 fi
 
 # A directory on a real disk (tmpfs or overlayfs would hide O_DIRECT).
-odirect() {
-  local d
-  for d in "$@"; do
-    [ -d "$d" ] || continue
-    if dd if=/dev/zero of="$d/.fgds-ab-probe" bs=4096 count=1 oflag=direct \
-      status=none 2>/dev/null; then
-      rm -f "$d/.fgds-ab-probe"
-      echo "$d"
-      return
-    fi
-    rm -f "$d/.fgds-ab-probe"
-  done
-}
-DISK=$(odirect /var/tmp /root /tmp)
+source tests/device/odirect_dir.sh
+DISK=$(odirect_dir /var/tmp /root /tmp)
 [ -n "$DISK" ] || { echo "no directory takes O_DIRECT"; exit 1; }
 DISK=$DISK/fgds-ab
 rm -rf "$DISK"

@@ -1,27 +1,13 @@
 #!/bin/bash
 # tests/device/deps.sh: sourced by the device-machine scripts. Defines
-# odirect_dir (below), then unpacks the
+# odirect_dir (odirect_dir.sh), then unpacks the
 # carried Debian packages (.deps/*.deb: abseil, liburing, libfuse3, fuse3,
 # googletest, pkgconf) into a private prefix and points the compiler,
 # linker, pkg-config and PATH into it. Never unpack into /: the device
 # image is Ubuntu with a merged /usr, and Debian's /lib would replace its
 # /lib symlink (../shared/LAB.md).
 # Sets DEPS, PKG_CONFIG and FGDS_CMAKE_DEP_ARGS (for cmake's command line).
-# odirect_dir DIR...: prints the first DIR whose filesystem takes O_DIRECT
-# (tmpfs and overlayfs would hide it), or nothing.
-odirect_dir() {
-  local d
-  for d in "$@"; do
-    [ -d "$d" ] || continue
-    if dd if=/dev/zero of="$d/.fgds-odirect-probe" bs=4096 count=1 \
-      oflag=direct status=none 2>/dev/null; then
-      rm -f "$d/.fgds-odirect-probe"
-      echo "$d"
-      return
-    fi
-    rm -f "$d/.fgds-odirect-probe"
-  done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/odirect_dir.sh"
 
 DEPS=${DEPS:-/opt/fgds-deps}
 rm -rf "$DEPS"
