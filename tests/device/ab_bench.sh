@@ -17,7 +17,8 @@
 # On the device machine: carry .deps and the before tree, e.g.
 #   git archive BASE | tar -x -C .ab-before   (ignored by .git/info/exclude)
 #   FGDS_AB_BEFORE_SRC=.ab-before FGDS_AB_GPU=1 bash tests/device/ab_bench.sh
-# Leaves $OUT/ab-*.json, $OUT/ab.log and prints the table last.
+# Leaves $OUT/ab-*.json, $OUT/ab.log and prints the table last (GB/s per
+# round, the ratio of means, and the median p99 latency of each side).
 set -u -o pipefail
 OUT=${OUT:-/tmp/fgds-ab-out}
 mkdir -p "$OUT"
@@ -125,19 +126,23 @@ def rows(path):
         return json.load(open(path))["rows"]
     except Exception:
         return []
-print("| case | mode | op | cache | before GB/s | after GB/s | after/before |")
-print("| --- | --- | --- | --- | --- | --- | ---: |")
+print("| case | mode | op | cache | before GB/s | after GB/s | after/before | p99 us before / after |")
+print("| --- | --- | --- | --- | --- | --- | ---: | --- |")
 for case in cases:
     table = {}
     for side in ("before", "after"):
         for r in range(1, rounds + 1):
             for row in rows(os.path.join(out, f"ab-{case}-{side}-{r}.json")):
                 key = (row["mode"], row["op"], row["cache"])
-                table.setdefault(key, {"before": [], "after": []})[side].append(
-                    row["gb_per_s"] or 0.0)
+                entry = table.setdefault(key, {"before": [], "after": [],
+                                               "p99before": [], "p99after": []})
+                entry[side].append(row["gb_per_s"] or 0.0)
+                entry["p99" + side].append(row.get("p99_us") or 0.0)
     for (mode, op, cache), v in table.items():
         b, a = v["before"], v["after"]
         ratio = (sum(a) / len(a)) / (sum(b) / len(b)) if a and b and sum(b) else float("nan")
         fmt = lambda xs: " / ".join(f"{x:.3f}" for x in xs)
-        print(f"| {case} | {mode} | {op} | {cache} | {fmt(b)} | {fmt(a)} | {ratio:.2f} |")
+        med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
+        p99 = f"{med(v['p99before']):.0f} / {med(v['p99after']):.0f}"
+        print(f"| {case} | {mode} | {op} | {cache} | {fmt(b)} | {fmt(a)} | {ratio:.2f} | {p99} |")
 EOF
