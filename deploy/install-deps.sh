@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev   # sanitizer runtimes and libFuzzer
   clang-format
   kmod procps util-linux
+  python3 python3-numpy python3-torch  # the fgds Python package's tests
 )
 
 missing=()

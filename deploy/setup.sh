@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a mounted /mnt/fgds:
 # installs the dependencies, builds, installs /usr/local/sbin/fgds (and
-# /usr/local/libexec/fgds/fgds-bench, which `fgds bench` runs) and the
-# systemd unit, and mounts /mnt/fgds over /var/lib/fgds/data. Safe to re-run:
-# a running mount is replaced by one of the freshly built binary.
+# /usr/local/libexec/fgds/fgds-bench, which `fgds bench` runs), the client
+# libraries (libfgds.so.0, libfgds_usrbio.so.0, headers, pkg-config and
+# CMake files), the Python package (importable by the system python3) and
+# the systemd unit, and mounts /mnt/fgds over /var/lib/fgds/data. Safe to
+# re-run: a running mount is replaced by one of the freshly built binary.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +25,20 @@ cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFGDS_BUILD_TESTS=OFF \
   -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cmake --install "$build" >/dev/null
+ldconfig  # libfgds.so.0 and libfgds_usrbio.so.0 for programs linked to them
+
+# The Python package sits beside the libraries (<libdir>/fgds/python); a
+# .pth file in the system python3's site directory puts it on sys.path.
+# Any other Python (a venv, conda) imports it with
+# PYTHONPATH=<that directory>, or a .pth file of its own.
+python_dir=$(ls -d "$prefix"/lib*/fgds/python | head -1)
+system_python=$(command -v /usr/bin/python3 || command -v python3 || true)
+if [ -n "$system_python" ]; then
+  site=$("$system_python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+  mkdir -p "$site"
+  echo "$python_dir" >"$site/fgds.pth"
+  echo "setup: python3 imports fgds from $python_dir ($site/fgds.pth)"
+fi
 install -m 0644 "$repo/deploy/fgds.service" /etc/systemd/system/fgds.service
 [ -f /etc/default/fgds ] || install -m 0644 "$repo/deploy/fgds.default" /etc/default/fgds
 mkdir -p "$mountpoint" "$data"

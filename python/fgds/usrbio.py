@@ -20,6 +20,7 @@ Calls raise OSError with the errno; a completion carries its own result
 import collections
 import ctypes
 import os
+import weakref
 
 from . import _abi
 from .buffers import memory_of
@@ -40,8 +41,9 @@ class Completion(collections.namedtuple(
 
 class Session:
     """A session with the daemon serving `path` (the mountpoint or any path
-    inside the mount). Closing it releases everything registered through
-    it; close the iovs and iors first to unmap them here too."""
+    inside the mount). Closing it closes its iovs and iors still open (the
+    C library needs the session to destroy them) and releases everything
+    registered through it."""
 
     def __init__(self, path):
         self._lib = _abi.usrbio()
@@ -50,9 +52,15 @@ class Session:
                                           os.fsencode(path), None),
               f"fgds_session_open({path})")
         self._open = True
+        self._children = weakref.WeakSet()  # iovs and iors to close first
 
     def close(self):
         if self._open:
+            for child in list(self._children):
+                try:
+                    child.close()
+                except OSError:
+                    pass  # the daemon's side goes with the session anyway
             self._lib.fgds_session_close(ctypes.byref(self._struct))
             self._open = False
 
@@ -86,6 +94,7 @@ class Session:
                                         ctypes.byref(params)),
               "fgds_iov_create")
         iov._open = True
+        self._children.add(iov)
         return iov
 
     def wrap_gpu(self, buffer, staging_bytes=0, chunk_bytes=0, device=None):
@@ -108,6 +117,7 @@ class Session:
                                           ctypes.byref(params)),
               "fgds_iov_wrap_gpu")
         iov._open = True
+        self._children.add(iov)
         return iov
 
     # ---- iors ----------------------------------------------------------
@@ -124,6 +134,7 @@ class Session:
                                         ctypes.byref(params)),
               "fgds_ior_create")
         ior._open = True
+        self._children.add(ior)
         return ior
 
     # ---- files ---------------------------------------------------------
@@ -224,6 +235,12 @@ class Iov:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
+
     def _check_open(self):
         if not self._open:
             raise ValueError("the iov is closed")
@@ -318,6 +335,12 @@ class Ior:
 
     def __exit__(self, *exc):
         self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
 
     def _ptr(self):
         if not self._open:

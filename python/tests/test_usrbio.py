@@ -164,7 +164,14 @@ class UsrbioTest(unittest.TestCase):
             iov.buffer
         with self.assertRaises(ValueError):
             ior.submit()
+        # Closing the session closes what is still open on it.
+        still_open_iov = self.session.create_iov(4096)
+        still_open_ior = self.session.create_ior()
         self.session.close()
+        with self.assertRaises(ValueError):
+            still_open_iov.buffer
+        with self.assertRaises(ValueError):
+            still_open_ior.submit()
         with self.assertRaises(ValueError):
             self.session.create_iov(4096)
 

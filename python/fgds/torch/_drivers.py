@@ -1,7 +1,10 @@
 """One fgds.Driver per CUDA device for the whole process, made on first
 use: a driver holds worker threads and pinned staging memory, which every
-load_file, save_file and GdsFile on that device shares."""
+load_file, save_file and GdsFile on that device shares. They close at
+interpreter exit, before CUDA and the C++ runtime tear down under their
+worker threads."""
 
+import atexit
 import threading
 
 import torch
@@ -29,3 +32,11 @@ def driver_for(index):
             driver = Driver(device=index)
             _drivers[index] = driver
         return driver
+
+
+@atexit.register
+def _close_all():
+    with _lock:
+        for driver in _drivers.values():
+            driver.close()
+        _drivers.clear()
