@@ -38,8 +38,9 @@ class Memory:
         return self.device == DEVICE_CUDA
 
     def __repr__(self):
+        index = "" if self.device_index is None else f":{self.device_index}"
         return (f"Memory(0x{self.address:x}, {self.nbytes} bytes, "
-                f"{self.device}{'' if self.device_index is None else ':%d' % self.device_index})")
+                f"{self.device}{index})")
 
 
 def memory_of(obj, writable=False):

@@ -90,7 +90,8 @@ class Session:
         """A host iov of `size` bytes (rounded up to 4096)."""
         iov = Iov(self)
         params = _abi.IovParams(size=size, numa_node=numa_node)
-        check(self._lib.fgds_iov_create(self._live(), ctypes.byref(iov._struct),
+        check(self._lib.fgds_iov_create(self._live(),
+                                        ctypes.byref(iov._struct),
                                         ctypes.byref(params)),
               "fgds_iov_create")
         iov._open = True
@@ -130,7 +131,8 @@ class Session:
                                 spin_us=spin_us,
                                 flags=_abi.IOR_BUFFERED if buffered else 0)
         ior = Ior(self)
-        check(self._lib.fgds_ior_create(self._live(), ctypes.byref(ior._struct),
+        check(self._lib.fgds_ior_create(self._live(),
+                                        ctypes.byref(ior._struct),
                                         ctypes.byref(params)),
               "fgds_ior_create")
         ior._open = True

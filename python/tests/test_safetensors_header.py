@@ -24,7 +24,8 @@ def encode(document):
 
 class ParseTest(unittest.TestCase):
     def test_valid_header_gives_offsets_in_file_order(self):
-        doc = {"b": entry("F32", [2, 2], 16, 32), "a": entry("BF16", [4], 8, 16),
+        doc = {"b": entry("F32", [2, 2], 16, 32),
+               "a": entry("BF16", [4], 8, 16),
                "c": entry("I64", [1], 0, 8), "__metadata__": {"format": "pt"}}
         header = safetensors.parse_header(encode(doc), 32)
         self.assertEqual(list(header.tensors), ["c", "a", "b"])

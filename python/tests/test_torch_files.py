@@ -4,7 +4,6 @@ rules (by hand here, as the reference writer lays them out, since the
 dtype this torch has, GdsFile, and the error paths. The CUDA side runs in
 tests/gpu/python_on_device.sh."""
 
-import errno
 import json
 import os
 import struct
@@ -65,10 +64,9 @@ def sample_tensors():
             dtype = dtypes.to_torch(name)
         except ValueError:
             continue
-        shape = dtypes.torch_shape(name, [3, 5])
+        shape = dtypes.torch_shape(name, [3, 6])
         raw = torch.randint(0, 256, (shape[0], shape[1] *
-                                     torch.empty((), dtype=dtype)
-                                     .element_size()),
+                                     dtypes.element_bytes(name)),
                             generator=generator, dtype=torch.uint8)
         if dtype == torch.bool:
             result[f"t_{name}"] = raw[:, :shape[1]] % 2 == 1

@@ -62,8 +62,8 @@ def every_dtype_tensors():
         except ValueError:
             continue
         shape = dtypes.torch_shape(name, [33, 64])
-        size = torch.empty((), dtype=dtype).element_size()
-        raw = torch.randint(0, 256, (shape[0], shape[1] * size),
+        raw = torch.randint(0, 256, (shape[0],
+                                     shape[1] * dtypes.element_bytes(name)),
                             dtype=torch.uint8, device="cuda")
         result[f"t_{name}"] = (raw[:, :shape[1]] % 2 == 1) if \
             dtype == torch.bool else raw.view(dtype)
@@ -82,7 +82,7 @@ def check_against_safetensors(directory):
     written = {}
     for name, tensor in tensors.items():
         try:
-            reference.save(({name: tensor.cpu()}))
+            reference.save({name: tensor.cpu()})
             written[name] = tensor
         except Exception as error:  # noqa: BLE001 - reported, not hidden
             print(f"     safetensors cannot write {name} ({tensor.dtype}): "
@@ -91,10 +91,11 @@ def check_against_safetensors(directory):
     reference.save_file({n: t.cpu() for n, t in written.items()}, path)
     ours = fgds.torch.load_file(path, device="cuda")
     theirs = reference.load_file(path, device="cuda")
+    kinds = sorted(n[2:] for n in written if n.startswith("t_"))
     check(set(ours) == set(theirs) and all(
         bit_equal(ours[n], theirs[n]) for n in theirs),
         f"load_file == safetensors on safetensors' file "
-        f"({len(theirs)} tensors, dtypes {sorted(n[2:] for n in written if n.startswith('t_'))})")
+        f"({len(theirs)} tensors, dtypes {kinds})")
     path = os.path.join(directory, "ours.safetensors")
     fgds.torch.save_file(written, path, metadata={"by": "fgds"})
     theirs = reference.load_file(path, device="cuda")
@@ -233,7 +234,8 @@ def make_big_file(path, total_bytes, tensors):
     per = total_bytes // tensors
     state = {}
     for i in range(tensors):
-        dtype = (torch.bfloat16, torch.float32, torch.float16, torch.int8)[i % 4]
+        dtype = (torch.bfloat16, torch.float32, torch.float16,
+                 torch.int8)[i % 4]
         size = torch.empty((), dtype=dtype).element_size()
         # Odd row counts, so tensor boundaries are not 4 KiB-aligned.
         rows_ = per // size // 1024 - (i % 7)
@@ -316,9 +318,13 @@ def bench_load(directory, total_bytes, tensors, rounds):
     cold_ratio = results[("fgds", "cold")] / results[("odirect", "cold")]
     warm_ratio = results[("fgds", "warm")] / results[("safetensors", "warm")]
     rows.append(("fgds cold / raw O_DIRECT cold (goal >= 0.95)",
-                 f"{cold_ratio:.3f} {'met' if cold_ratio >= 0.95 else 'NOT met'}"))
+                 f"{cold_ratio:.3f} " + met(cold_ratio >= 0.95)))
     rows.append(("fgds warm / safetensors warm (goal >= 5)",
-                 f"{warm_ratio:.2f}x {'met' if warm_ratio >= 5 else 'NOT met'}"))
+                 f"{warm_ratio:.2f}x " + met(warm_ratio >= 5)))
+
+
+def met(ok):
+    return "met" if ok else "NOT met"
 
 
 def bench_iops(mountpoint, seconds=5.0):

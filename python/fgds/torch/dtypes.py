@@ -35,6 +35,15 @@ def from_torch(dtype):
     raise ValueError(f"torch dtype {dtype} has no safetensors dtype")
 
 
+def element_bytes(name):
+    """Bytes per torch element of safetensors dtype `name` (F4: one byte
+    holds a pair). Needs no tensor, so it works for dtypes torch can only
+    view, not create."""
+    from ..safetensors import DTYPE_BITS
+    pairs = 2 if name == PACKED_PAIRS else 1
+    return DTYPE_BITS[name] * pairs // 8
+
+
 def torch_shape(name, shape):
     """The torch tensor shape holding a safetensors tensor of `shape`."""
     if name != PACKED_PAIRS:

@@ -24,10 +24,8 @@ def load_file(filename, device="cpu"):
     fd = os.open(filename, os.O_RDONLY | os.O_CLOEXEC)
     try:
         header = safetensors.read_header(fd, os.fstat(fd).st_size)
-        tensors = {
-            name: torch.empty(dtypes.torch_shape(info.dtype, info.shape),
-                              dtype=dtypes.to_torch(info.dtype), device=device)
-            for name, info in header.tensors.items()}
+        tensors = {name: _empty(info, device)
+                   for name, info in header.tensors.items()}
         transfers = [(tensors[name], header.data_start + info.begin)
                      for name, info in header.tensors.items() if info.nbytes]
         if device.type == "cuda":
@@ -61,6 +59,14 @@ def _read_cuda(fd, device, transfers):
                 raise EOFError("file ends inside a tensor's data")
     finally:
         driver.deregister_file(fd)
+
+
+def _empty(info, device):
+    # Bytes first, then a view: torch can view every dtype it has, while
+    # some (float4, float8 in some releases) cannot be created directly.
+    dtype = dtypes.to_torch(info.dtype)
+    raw = torch.empty(info.nbytes, dtype=torch.uint8, device=device)
+    return raw.view(dtype).reshape(dtypes.torch_shape(info.dtype, info.shape))
 
 
 def _nbytes(tensor):

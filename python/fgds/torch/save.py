@@ -17,8 +17,9 @@ def save_file(tensors, filename, metadata=None):
     into the header. CUDA tensors are written from device memory through
     libfgds, CPU tensors with pwritev; non-contiguous tensors are written
     as their contiguous copies."""
-    contiguous = {name: tensor.contiguous() for name, tensor in tensors.items()}
-    order = sorted(contiguous, key=lambda n: (-contiguous[n].element_size(), n))
+    contiguous = {name: t.contiguous() for name, t in tensors.items()}
+    order = sorted(contiguous,
+                   key=lambda n: (-contiguous[n].element_size(), n))
     entries = []
     for name in order:
         tensor = contiguous[name]
@@ -26,8 +27,8 @@ def save_file(tensors, filename, metadata=None):
         entries.append((name, dtype,
                         dtypes.safetensors_shape(dtype, tensor.shape)))
     prefix, infos = safetensors.build_header(entries, metadata)
-    fd = os.open(filename, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
-                 0o644)
+    fd = os.open(filename,
+                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         os.pwrite(fd, prefix, 0)
         by_device = {}
