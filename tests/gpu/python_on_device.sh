@@ -59,9 +59,9 @@ export FGDS_ABI_LAYOUT=$BUILD/python/python_abi_layout
 step "python unit tests (GPU cases included)"
 # TMPDIR: the tests' mounts and files on the real disk.
 (cd "$ROOT/python/tests" && TMPDIR=$DISK timeout 150 python3 -m unittest \
-  test_abi test_buffers test_direct test_examples test_safetensors_header \
-  test_torch_files test_usrbio 2>&1 | tail -40)
-rc=${PIPESTATUS[0]}
+  test_abi test_buffers test_direct test_examples test_library \
+  test_safetensors_header test_torch_files test_usrbio 2>&1 | tail -80)
+rc=$?
 echo "python unit tests: exit $rc"
 [ "$rc" = 0 ] || status=1
 
