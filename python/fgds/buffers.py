@@ -50,9 +50,13 @@ def memory_of(obj, writable=False):
     BufferError for non-contiguous memory."""
     if isinstance(obj, Memory):
         return obj
-    if _is_torch_storage(obj):
+    if _is_torch(obj):
+        # Asked directly: torch's __cuda_array_interface__ refuses bfloat16
+        # and tensors that require grad, its DLPack export costs a capsule.
+        if hasattr(obj, "is_contiguous"):
+            return _from_torch_tensor(obj)
         return _from_torch_storage(obj)
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _has_attribute(obj, "__cuda_array_interface__"):
         return _from_cuda_array_interface(obj, writable)
     if hasattr(obj, "__dlpack__"):
         return _from_dlpack(obj)
@@ -65,12 +69,30 @@ def memory_of(obj, writable=False):
             "or the buffer protocol") from None
 
 
-# ---- torch storages (tensors take the DLPack or CUDA interface path) ------
+def _has_attribute(obj, name):
+    # Unlike hasattr, also False when the property itself raises (an
+    # exporter that cannot export this particular object).
+    try:
+        getattr(obj, name)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not this way"
+        return False
 
-def _is_torch_storage(obj):
-    module = type(obj).__module__ or ""
-    return module.startswith("torch") and hasattr(obj, "nbytes") and \
-        hasattr(obj, "data_ptr") and not hasattr(obj, "dim")
+
+# ---- torch tensors and storages ----------------------------------------------
+
+def _is_torch(obj):
+    return any((cls.__module__ or "").startswith("torch")
+               for cls in type(obj).__mro__) and hasattr(obj, "data_ptr")
+
+
+def _from_torch_tensor(tensor):
+    if not tensor.is_contiguous():
+        raise BufferError("torch tensor is not contiguous")
+    device = tensor.device
+    return Memory(tensor.data_ptr(), tensor.numel() * tensor.element_size(),
+                  DEVICE_CUDA if device.type == "cuda" else DEVICE_CPU,
+                  device.index, keepalive=tensor)
 
 
 def _from_torch_storage(storage):

@@ -51,7 +51,9 @@ class IoFuture:
         timeout_us = -1 if timeout is None else int(timeout * 1e6)
         if not self._done and not self._wait(timeout_us):
             raise TimeoutError("fgds I/O still in flight")
-        return _check(self._io.result, "fgds I/O")
+        # The I/O's own result: fgds_last_error speaks of this thread's
+        # calls, not of it.
+        return check(self._io.result, "fgds I/O")
 
     @property
     def path(self):

@@ -64,6 +64,15 @@ class CudaArrayInterfaceTest(unittest.TestCase):
                                               strides=(64, 8)))
         self.assertEqual(memory.nbytes, 256)
 
+    def test_property_that_raises_is_no_interface(self):
+        class Refuses:
+            @property
+            def __cuda_array_interface__(self):
+                raise TypeError("cannot export this one")
+
+        with self.assertRaises(TypeError):
+            fgds.memory_of(Refuses())
+
     def test_refusals(self):
         with self.assertRaises(BufferError):
             fgds.memory_of(FakeCudaArray(0x7000, (4, 8), strides=(64, 8)))
@@ -106,6 +115,14 @@ class TorchTest(unittest.TestCase):
                                                     dtype=torch.bfloat16))
                          .nbytes, 18)
         self.assertEqual(fgds.memory_of(torch.tensor(1.0)).nbytes, 4)
+
+    def test_tensors_torch_will_not_export_elsewhere(self):
+        # bfloat16 has no __cuda_array_interface__ typestr, and a tensor
+        # that requires grad refuses the interfaces: neither matters here.
+        weight = torch.nn.Parameter(torch.zeros(8, dtype=torch.bfloat16))
+        memory = fgds.memory_of(weight)
+        self.assertEqual((memory.address, memory.nbytes),
+                         (weight.data_ptr(), 16))
 
     def test_non_contiguous_tensor_is_refused(self):
         with self.assertRaises(BufferError):
