@@ -9,6 +9,13 @@ import unittest
 import fgds
 from mounted_fgds import MountedFgds, skip_reason
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
+HAVE_GPU = torch is not None and torch.cuda.is_available()
+
 SIZE = 1 << 20
 
 
@@ -182,6 +189,40 @@ class UsrbioTest(unittest.TestCase):
             with self.assertRaises(OSError) as raised:
                 iov.gpu_path()
             self.assertEqual(raised.exception.errno, errno.EINVAL)
+
+
+@unittest.skipUnless(HAVE_GPU, "needs a CUDA GPU and torch")
+class GpuIovTest(unittest.TestCase):
+    def setUp(self):
+        self.data = os.urandom(SIZE)
+        self.path = mount.path("gpu-" + self.id().rsplit(".", 1)[1])
+        with open(self.path, "wb") as f:
+            f.write(self.data)
+        self.session = fgds.Session(mount.mountpoint)
+        self.addCleanup(self.session.close)
+
+    def test_read_into_and_write_from_a_tensor(self):
+        tensor = torch.zeros(SIZE, dtype=torch.uint8, device="cuda")
+        with self.session.wrap_gpu(tensor) as iov, \
+                self.session.create_ior() as ior, \
+                self.session.open(self.path, os.O_RDWR) as f:
+            self.assertTrue(iov.is_gpu)
+            path, reason = iov.gpu_path()
+            self.assertIn(path, (fgds.PATH_DIRECT, fgds.PATH_BOUNCE))
+            ior.prep_read(iov, 0, f, 0, SIZE, userdata=1)
+            ior.submit()
+            (c,) = ior.wait()
+            self.assertEqual(c.check(), SIZE)
+            self.assertEqual(bytes(tensor.cpu().numpy()), self.data)
+            tensor[:4096] = 7
+            torch.cuda.synchronize()
+            ior.prep_write(iov, 0, f, 0, 4096)
+            ior.submit()
+            self.assertEqual(ior.wait()[0].check(), 4096)
+            with self.assertRaises(ValueError):  # no host view of GPU memory
+                iov.buffer
+        with open(self.path, "rb") as back:
+            self.assertEqual(back.read(4096), b"\x07" * 4096)
 
 
 if __name__ == "__main__":
