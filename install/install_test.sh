@@ -3,8 +3,8 @@
 # temporary prefix (cmake --install) and checks what an application sees:
 #   1. each library exports exactly its header's functions (nm -D), with a
 #      versioned soname;
-#   2. a C program builds with pkg-config and with find_package(fgds), and
-#      runs against the installed libraries;
+#   2. a C program builds with pkg-config (as C and as C++) and with
+#      find_package(fgds), and runs against the installed libraries;
 #   3. the Python package imports from the installed tree with nothing but
 #      PYTHONPATH, and loads the installed libraries.
 set -euo pipefail
@@ -48,6 +48,10 @@ export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 cc -Wall -Werror -o "$work/consumer_pc" "$work/consumer.c" \
   $(pkg-config --cflags --libs fgds fgds-usrbio)
 LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_pc"
+# The headers serve C++ programs too.
+c++ -Wall -Werror -x c++ -o "$work/consumer_cxx" "$work/consumer.c" \
+  $(pkg-config --cflags --libs fgds fgds-usrbio)
+LD_LIBRARY_PATH=$prefix/$libdir "$work/consumer_cxx"
 
 mkdir "$work/cmake_project"
 cp "$source/install/consumer_cmake.txt" "$work/cmake_project/CMakeLists.txt"
