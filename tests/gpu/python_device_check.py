@@ -313,6 +313,17 @@ def bench_load(directory, total_bytes, tensors, rounds):
         del ours, theirs
         torch.cuda.empty_cache()
     os.unlink(path)
+    # How fgds.torch's driver moved the bytes (all rounds together).
+    from fgds.torch import _drivers
+    driver = _drivers.driver_for(torch.cuda.current_device())
+    info, stats = driver.query(), driver.stats()
+    rows.append(("fgds.torch driver: path (1 bounce, 2 direct), workers",
+                 f"{info['path']}, {info['workers']} "
+                 f"{info['direct_unavailable'] or ''}".strip()))
+    rows.append(("fgds.torch driver bytes: page cache / O_DIRECT / buffered",
+                 f"{stats['bytes_page_cache'] / 1e9:.1f} / "
+                 f"{stats['bytes_o_direct'] / 1e9:.1f} / "
+                 f"{stats['bytes_buffered'] / 1e9:.2f} GB"))
     for (who, cache), speed in sorted(results.items()):
         rows.append((f"{who} load, {cache}", f"{speed:.2f} GB/s"))
     cold_ratio = results[("fgds", "cold")] / results[("odirect", "cold")]
