@@ -118,13 +118,14 @@ class GdsFile:
                               [(memory.address, memory.nbytes, offset)])
 
     def save_storage(self, storage, offset=0):
-        """Writes every byte of the storage at `offset` of the file. Device
-        work producing the storage must be complete (synchronize its
-        stream), as for torch's."""
+        """Writes every byte of the storage at `offset` of the file, once
+        the device work queued before the call is done (libfgds reads the
+        memory on its own streams, so this synchronizes the device)."""
         assert self.handle is not None, \
             "Cannot save data to a file that is not registered."
         memory = memory_of(storage)
         if memory.is_cuda:
+            torch.cuda.synchronize(storage.device)
             self.handle.driver(storage).pwrite(self.fd, storage,
                                                file_offset=offset)
         else:
