@@ -183,7 +183,9 @@ class Driver:
 
     def pwrite(self, file, buffer, size=None, file_offset=0, buf_offset=0):
         """Writes `size` bytes of the buffer (default: all after
-        buf_offset) at file_offset; returns bytes written."""
+        buf_offset) at file_offset; returns bytes written. Device work
+        producing the buffer must be complete first (synchronize its
+        stream): libfgds reads it on its own streams."""
         memory = memory_of(buffer)
         size = _size(memory, size, buf_offset)
         return _check(self._lib.fgds_pwrite(self._live(), _fileno(file),

@@ -108,6 +108,9 @@ class GdsFile:
             "Cannot load data from a file that is not registered."
         memory = memory_of(storage, writable=True)
         if memory.is_cuda:
+            # Queued work still using the storage finishes before libfgds
+            # overwrites it from its own streams.
+            torch.cuda.synchronize(storage.device)
             n = self.handle.driver(storage).pread(self.fd, storage,
                                                   file_offset=offset)
             if n != memory.nbytes:

@@ -39,6 +39,10 @@ def load_file(filename, device="cpu"):
 
 
 def _read_cuda(fd, device, transfers):
+    # The caching allocator may hand out memory that kernels queued on
+    # torch's stream are still reading; libfgds writes it from its own
+    # streams, so that work must be done first.
+    torch.cuda.synchronize(device)
     driver = _drivers.driver_for(_drivers.device_index(device))
     driver.register_file(fd)
     try:
