@@ -1,14 +1,17 @@
-"""fgds.Driver (libfgds): without a GPU every call path ends in ENODEV
-with the library's reason, and bad arguments are refused before the C
-call; with one, pread/pwrite/async round trips on CuPy-free torch CUDA
-tensors (the device script covers more)."""
+"""fgds.Driver (libfgds): without a GPU, opening fails with ENODEV and the
+library's reason, and the Python layer (arguments handed to C, futures,
+close, errors) runs against a fake libfgds; with a GPU, pread/pwrite and
+async round trips on torch CUDA tensors (the device script covers more)."""
 
+import ctypes
 import errno
 import os
 import tempfile
 import unittest
+from unittest import mock
 
 import fgds
+from fgds import _abi
 
 try:
     import torch
@@ -28,6 +31,128 @@ class DriverWithoutGpuTest(unittest.TestCase):
                 self.assertEqual(raised.exception.errno, errno.ENODEV)
                 self.assertIn("fgds_driver_open", str(raised.exception))
                 self.assertIn("libcuda", str(raised.exception))
+
+
+class FakeDirectLibrary:
+    """libfgds's functions as the Python layer calls them: records each
+    call, answers from `results` (name -> list of return values, default
+    0), and completes an I/O on its second fgds_io_wait (the first says
+    -ETIME) with the next of `results["io"]`, or else its size."""
+
+    def __init__(self, results=None):
+        self.calls = []
+        self.results = results or {}
+        self.waits = {}
+        self.io_results = self.results.pop("io", [])
+
+    def __getattr__(self, name):
+        def function(*args):
+            self.calls.append((name, args))
+            if name == "fgds_last_error":
+                return b"the fake says why"
+            if name == "fgds_io_wait":
+                return self._wait(args[1]._obj)
+            queued = self.results.get(name)
+            return queued.pop(0) if queued else 0
+        return function
+
+    def _wait(self, io):
+        count = self.waits.get(ctypes.addressof(io), 0) + 1
+        self.waits[ctypes.addressof(io)] = count
+        if count == 1:
+            return -errno.ETIME
+        io.result = self.io_results.pop(0) if self.io_results else io.size
+        io.path = fgds.GPU_PATH_BOUNCE
+        return 0
+
+
+class DriverLogicTest(unittest.TestCase):
+    def driver(self, **results):
+        self.lib = FakeDirectLibrary(results)
+        patcher = mock.patch.object(_abi, "direct", return_value=self.lib)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return fgds.Driver(device=3, workers=2, page_cache=False)
+
+    def calls(self, name):
+        return [args for call, args in self.lib.calls if call == name]
+
+    def test_params_reach_the_library(self):
+        driver = self.driver()
+        (handle_ref, params_ref), = self.calls("fgds_driver_open")
+        params = params_ref._obj
+        self.assertEqual((params.device, params.workers), (3, 2))
+        self.assertEqual(params.flags, _abi.DRIVER_PRIMARY_CTX |
+                         _abi.DRIVER_NO_PAGE_CACHE)
+        driver.close()
+        driver.close()  # idempotent
+        self.assertEqual(len(self.calls("fgds_driver_close")), 1)
+        with self.assertRaises(ValueError):
+            driver.stats()
+
+    def test_pread_sizes_and_offsets(self):
+        driver = self.driver(fgds_pread=[100])
+        buffer = fgds.Memory(0x10000, 4096, "cuda", 0)
+        self.assertEqual(driver.pread(7, buffer, file_offset=5,
+                                      buf_offset=96), 100)
+        (_, fd, address, size, file_offset, buf_offset), = \
+            self.calls("fgds_pread")
+        self.assertEqual((fd, address, size, file_offset, buf_offset),
+                         (7, 0x10000, 4000, 5, 96))
+        with self.assertRaises(ValueError):  # past the buffer's end
+            driver.pread(7, buffer, size=4000, buf_offset=97)
+        with self.assertRaises(ValueError):
+            driver.pwrite(7, buffer, buf_offset=-1)
+
+    def test_errors_carry_errno_and_the_librarys_words(self):
+        driver = self.driver(fgds_pwrite=[-errno.EBADF],
+                             fgds_buf_register=[-errno.EEXIST])
+        buffer = fgds.Memory(0x10000, 4096, "cuda", 0)
+        with self.assertRaises(OSError) as raised:
+            driver.pwrite(9, buffer)
+        self.assertEqual(raised.exception.errno, errno.EBADF)
+        self.assertIn("the fake says why", str(raised.exception))
+        with self.assertRaises(OSError) as raised:
+            driver.register_buffer(buffer)
+        self.assertEqual(raised.exception.errno, errno.EEXIST)
+
+    def test_futures_wait_time_out_and_report(self):
+        driver = self.driver()
+        buffer = fgds.Memory(0x20000, 8192, "cuda", 0)
+        read, write = driver.submit([
+            (fgds.OP_READ, 4, buffer, 4096, 0, 0),
+            (fgds.OP_WRITE, 4, buffer, None, 8192, 4096)])
+        (_, ios, count), = self.calls("fgds_io_submit")
+        self.assertEqual(count, 2)
+        self.assertEqual((ios[1].opcode, ios[1].size, ios[1].buf_offset),
+                         (fgds.OP_WRITE, 4096, 4096))
+        self.assertFalse(read.done())          # first wait: -ETIME
+        self.assertIsNone(read.path)
+        self.assertEqual(read.result(), 4096)  # second: complete
+        self.assertEqual(read.path, fgds.GPU_PATH_BOUNCE)
+        with self.assertRaises(TimeoutError):
+            write.result(timeout=0)
+        driver.close()                          # waits for `write`
+        self.assertTrue(write.done())
+        self.assertEqual(driver.submit([]), [])
+
+    def test_failed_io_raises_from_result(self):
+        driver = self.driver(io=[-errno.EIO])
+        future = driver.read_async(4, fgds.Memory(0x30000, 64, "cuda", 0))
+        with self.assertRaises(OSError) as raised:
+            future.result()
+        self.assertEqual(raised.exception.errno, errno.EIO)
+        driver.close()
+
+    def test_query_and_stats_as_dicts(self):
+        driver = self.driver()
+        info, stats = driver.query(), driver.stats()
+        self.assertEqual(info["pci_bus_id"], "")
+        self.assertNotIn("reserved", info)
+        self.assertEqual(stats["ios"], 0)
+        driver.register_file(5)
+        driver.deregister_file(5)
+        self.assertEqual(self.calls("fgds_file_register")[0][1], 5)
 
 
 @unittest.skipUnless(HAVE_GPU, "needs a CUDA GPU and torch")
