@@ -36,8 +36,8 @@ class DriverWithoutGpuTest(unittest.TestCase):
 class FakeDirectLibrary:
     """libfgds's functions as the Python layer calls them: records each
     call, answers from `results` (name -> list of return values, default
-    0), and completes an I/O on its second fgds_io_wait (the first says
-    -ETIME) with the next of `results["io"]`, or else its size."""
+    0), and completes an I/O with the next of `results["io"]`, or else its
+    size; a first wait with a timeout says -ETIME (still running)."""
 
     def __init__(self, results=None):
         self.calls = []
@@ -51,15 +51,15 @@ class FakeDirectLibrary:
             if name == "fgds_last_error":
                 return b"the fake says why"
             if name == "fgds_io_wait":
-                return self._wait(args[1]._obj)
+                return self._wait(args[1]._obj, args[2])
             queued = self.results.get(name)
             return queued.pop(0) if queued else 0
         return function
 
-    def _wait(self, io):
+    def _wait(self, io, timeout_us):
         count = self.waits.get(ctypes.addressof(io), 0) + 1
         self.waits[ctypes.addressof(io)] = count
-        if count == 1:
+        if count == 1 and timeout_us != -1:
             return -errno.ETIME
         io.result = self.io_results.pop(0) if self.io_results else io.size
         io.path = fgds.GPU_PATH_BOUNCE
@@ -126,9 +126,9 @@ class DriverLogicTest(unittest.TestCase):
         self.assertEqual(count, 2)
         self.assertEqual((ios[1].opcode, ios[1].size, ios[1].buf_offset),
                          (fgds.OP_WRITE, 4096, 4096))
-        self.assertFalse(read.done())          # first wait: -ETIME
+        self.assertFalse(read.done())          # -ETIME: still running
         self.assertIsNone(read.path)
-        self.assertEqual(read.result(), 4096)  # second: complete
+        self.assertEqual(read.result(), 4096)  # waits until complete
         self.assertEqual(read.path, fgds.GPU_PATH_BOUNCE)
         with self.assertRaises(TimeoutError):
             write.result(timeout=0)
