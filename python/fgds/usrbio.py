@@ -100,14 +100,18 @@ class Session:
 
     def wrap_gpu(self, buffer, staging_bytes=0, chunk_bytes=0, device=None):
         """An iov standing for the CUDA memory of `buffer` (a tensor, CuPy
-        array, ...). device=None: the calling thread's current context; an
-        int: that device's primary context."""
+        array, ...). device: an int = that device's primary context (the
+        one torch and CuPy use); None = the buffer's own device where it
+        names one (torch tensors), else the context current on the calling
+        thread."""
         memory = memory_of(buffer, writable=True)
         if not memory.is_cuda:
             raise ValueError("wrap_gpu takes CUDA memory; use create_iov "
                              "for host memory")
         params = _abi.IovGpuParams(staging_bytes=staging_bytes,
                                    chunk_bytes=chunk_bytes)
+        if device is None:
+            device = memory.device_index
         if device is not None:
             params.flags = _abi.IOV_GPU_PRIMARY_CTX
             params.device = device
