@@ -85,6 +85,45 @@ typedef struct CUfileError {
   CUresult cu_err;   /* the CUDA driver's error behind it, else 0 */
 } CUfileError_t;
 
+/* cufileop_status_error names a CUfileOpError in words (header-only, as in
+ * cuFile, so that CUFILE_ERRSTR works in programs built against this
+ * header). */
+static inline const char* cufileop_status_error(CUfileOpError status) {
+  switch (status) {
+    case CU_FILE_SUCCESS:
+      return "cufile success";
+    case CU_FILE_DRIVER_NOT_INITIALIZED:
+      return "driver not initialized";
+    case CU_FILE_IO_NOT_SUPPORTED:
+      return "IO not supported";
+    case CU_FILE_DEVICE_NOT_SUPPORTED:
+      return "device not supported";
+    case CU_FILE_CUDA_DRIVER_ERROR:
+      return "CUDA driver error (no usable CUDA driver or device)";
+    case CU_FILE_CUDA_POINTER_INVALID:
+      return "invalid device pointer";
+    case CU_FILE_INVALID_MAPPING_SIZE:
+      return "invalid mapping size";
+    case CU_FILE_INVALID_FILE_TYPE:
+      return "invalid file type";
+    case CU_FILE_INVALID_VALUE:
+      return "invalid argument";
+    case CU_FILE_MEMORY_ALREADY_REGISTERED:
+      return "memory already registered";
+    case CU_FILE_MEMORY_NOT_REGISTERED:
+      return "memory not registered";
+    case CU_FILE_HANDLE_NOT_REGISTERED:
+      return "file descriptor is not registered";
+    case CU_FILE_INTERNAL_ERROR:
+      return "internal error";
+    case CU_FILE_BATCH_FULL:
+      return "batch full";
+    default:
+      return "cufile error";
+  }
+}
+
+#define CUFILE_ERRSTR(err) cufileop_status_error((CUfileOpError)abs((err)))
 #define IS_CUFILE_ERR(err) (abs((err)) > CUFILEOP_BASE_ERR)
 #define IS_CUDA_ERR(status) ((status).err == CU_FILE_CUDA_DRIVER_ERROR)
 #define CU_FILE_CUDA_ERR(status) ((status).cu_err)

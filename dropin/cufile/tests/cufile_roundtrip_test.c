@@ -166,6 +166,9 @@ static void TestReadWrite(void) {
 
 static void TestBadHandles(void) {
   CHECK(cuFileRead(NULL, dst, 4096, 0, 0) == -CU_FILE_INVALID_VALUE);
+  CHECK(IS_CUFILE_ERR((int)cuFileRead(NULL, dst, 4096, 0, 0)));
+  CHECK(strcmp(CUFILE_ERRSTR(-CU_FILE_HANDLE_NOT_REGISTERED),
+               "file descriptor is not registered") == 0);
   CHECK(cuFileRead((CUfileHandle_t)(uintptr_t)0x1234, dst, 4096, 0, 0) ==
         -CU_FILE_HANDLE_NOT_REGISTERED);
   CHECK(cuFileWrite(fh, NULL, 4096, 0, 0) == -CU_FILE_INVALID_VALUE);
