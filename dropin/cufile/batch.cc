@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "dropin/cufile/error_map.h"
+#include "dropin/cufile/raw_enum.h"
 #include "dropin/cufile/transfer.h"
 
 namespace fgds::cufile {
@@ -23,8 +24,9 @@ CUfileError_t Batch::Submit(unsigned nr, const CUfileIOParams_t* params) {
   std::deque<std::unique_ptr<Entry>> entries;
   for (unsigned i = 0; i < nr; ++i) {
     const CUfileIOParams_t& p = params[i];
-    if (p.mode != CUFILE_BATCH ||
-        (p.opcode != CUFILE_READ && p.opcode != CUFILE_WRITE) ||
+    const int opcode = RawEnum(p.opcode);
+    if (RawEnum(p.mode) != CUFILE_BATCH ||
+        (opcode != CUFILE_READ && opcode != CUFILE_WRITE) ||
         p.u.batch.devPtr_base == nullptr || p.u.batch.file_offset < 0 ||
         p.u.batch.devPtr_offset < 0) {
       return Status(CU_FILE_INVALID_VALUE);

@@ -8,6 +8,7 @@
 
 #include "dropin/cufile/error_map.h"
 #include "dropin/cufile/gpu_backend.h"
+#include "dropin/cufile/raw_enum.h"
 
 namespace fgds::cufile {
 namespace {
@@ -145,10 +146,11 @@ CUfileError_t Library::SetMaxPinnedMemSize(size_t kb) {
 CUfileError_t Library::RegisterHandle(CUfileHandle_t* fh,
                                       const CUfileDescr_t* descr) {
   if (fh == nullptr || descr == nullptr) return Status(CU_FILE_INVALID_VALUE);
-  if (descr->type != CU_FILE_HANDLE_TYPE_OPAQUE_FD) {
+  const int type = RawEnum(descr->type);
+  if (type != CU_FILE_HANDLE_TYPE_OPAQUE_FD) {
     // Windows handles and user-space file systems' callbacks: FGDS serves
     // file descriptors only.
-    return Status(descr->type == CU_FILE_HANDLE_TYPE_USERSPACE_FS
+    return Status(type == CU_FILE_HANDLE_TYPE_USERSPACE_FS
                       ? CU_FILE_IO_NOT_SUPPORTED
                       : CU_FILE_INVALID_FILE_TYPE);
   }
