@@ -8,6 +8,7 @@
 #include <cufile.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,35 @@ static void TestReadWrite(void) {
 
   /* Reads into a registered buffer must stay inside it. */
   CHECK(cuFileRead(fh, src, MIB, 0, FILE_BYTES) == -CU_FILE_INVALID_VALUE);
+}
+
+/* kvikio's pattern: a thread pool issuing cuFileRead on one handle, each
+ * thread its own piece of one registered buffer. */
+struct Piece {
+  size_t index;
+  ssize_t result;
+};
+
+static void* ReadPiece(void* arg) {
+  struct Piece* piece = arg;
+  const off_t offset = (off_t)(piece->index * MIB);
+  piece->result = cuFileRead(fh, dst, MIB, offset, offset);
+  return NULL;
+}
+
+static void TestThreads(void) {
+  memset(dst, 0, FILE_BYTES);
+  pthread_t threads[8];
+  struct Piece pieces[8];
+  for (size_t i = 0; i < 8; ++i) {
+    pieces[i].index = i;
+    pieces[i].result = 0;
+    CHECK(pthread_create(&threads[i], NULL, ReadPiece, &pieces[i]) == 0);
+  }
+  for (size_t i = 0; i < 8; ++i) pthread_join(threads[i], NULL);
+  for (size_t i = 0; i < 8; ++i) CHECK(pieces[i].result == (ssize_t)MIB);
+  CHECK(cuFileRead(fh, src, FILE_BYTES, 0, 0) == (ssize_t)FILE_BYTES);
+  CHECK(memcmp(src, dst, FILE_BYTES) == 0);
 }
 
 static void TestBadHandles(void) {
@@ -328,9 +358,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   snprintf(path, sizeof(path), "%s/cufile-roundtrip.bin", argv[1]);
-  void (*steps[])(void) = {TestDriver,    TestHandles,    TestBuffers,
-                           TestReadWrite, TestBadHandles, TestBatch,
-                           TestStream,    TestClose};
+  void (*steps[])(void) = {TestDriver,    TestHandles, TestBuffers,
+                           TestReadWrite, TestThreads, TestBadHandles,
+                           TestBatch,     TestStream,  TestClose};
   for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); ++i) {
     steps[i]();
     if (failures != 0) return 1;
