@@ -190,7 +190,9 @@ static void fgds_invalidate(struct dma_buf_attachment *attach)
 {
 	struct fgds_buffer *buf = attach->importer_priv;
 	unsigned int timeout_ms =
-		IS_ENABLED(CONFIG_PCI_P2PDMA) ? fgds_invalidate_timeout_ms : 0;
+		IS_ENABLED(CONFIG_PCI_P2PDMA) ?
+			READ_ONCE(fgds_invalidate_timeout_ms) :
+			0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
 	down_write(&buf->lock);
