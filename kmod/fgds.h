@@ -14,10 +14,16 @@
  *                of it is pinned by I/O any more, then releases the
  *                attachment and the pages (fgds_buffer.c).
  *
- * Lock order: dma-buf reservation lock -> fgds_buffer.lock ->
- * (mm locks taken by unmap_mapping_range / vmf_insert_page).
- * fgds_file.lock and fgds_dev.pages_lock are never held together with
- * fgds_buffer.lock.
+ * Lock order (lockdep-checked in the lab's lockdep guest kernel):
+ *   mm's mmap_lock -> fgds_file.lock -> fgds_buffer.lock
+ *	(mmap looks the registration up in its file, then checks revoked;
+ *	 REG_BUFFER publishes buffer.mapping under both)
+ *   mm's mmap_lock -> fgds_buffer.lock -> page-table locks
+ *	(a fault inserts a page under the buffer lock, shared)
+ *   dma-buf reservation lock -> fgds_buffer.lock -> i_mmap_rwsem
+ *	(an exporter invalidation revokes and zaps under the buffer lock)
+ * fgds_dev.pages_lock and the reservation lock are taken with no other
+ * fgds lock held, and fgds never takes the reservation lock under mmap_lock.
  */
 #ifndef FGDS_H
 #define FGDS_H
@@ -38,15 +44,19 @@
 /*
  * A token is id << FGDS_TOKEN_SHIFT, so the mmap offset ranges of two
  * registrations never overlap and unmap_mapping_range() on one token never
- * touches another's mappings. It bounds a registration to 1 TiB.
+ * touches another's mappings. That is only true while a registration fits
+ * in 1 << FGDS_TOKEN_SHIFT bytes: fgds_dev_max_buffer_size() enforces it.
  */
 #define FGDS_TOKEN_SHIFT 40
+#define FGDS_MAX_REGISTRATION_SIZE (1ULL << FGDS_TOKEN_SHIFT)
 #define FGDS_TOKEN_MAX_ID ((1U << (63 - FGDS_TOKEN_SHIFT)) - 1)
 
 /* Module parameters (fgds_main.c). */
 extern unsigned int fgds_max_buffers;
 extern unsigned long long fgds_max_buffer_size;
 extern bool fgds_allow_host_bridge;
+extern unsigned int fgds_invalidate_timeout_ms;
+extern bool fgds_allow_generic_pages;
 
 struct fgds_dev {
 	struct pci_dev *pdev; /* reference held for the device's life */
@@ -58,8 +68,13 @@ struct fgds_dev {
 	struct device *device;
 
 	struct mutex pages_lock;
-	unsigned int pages_users; /* registrations holding pgmap */
+	unsigned int pages_users; /* registrations holding the pages */
+#if IS_ENABLED(CONFIG_PCI_P2PDMA)
+	void *p2p_kaddr; /* the BAR, allocated from its P2PDMA pool */
+	int idle_page_ref; /* a free P2PDMA page's count, put back */
+#else
 	struct dev_pagemap *pgmap; /* the BAR's struct pages, while used */
+#endif
 
 	/*
 	 * Every live registration, by id, from REG_BUFFER until its release
@@ -118,12 +133,17 @@ struct fgds_buffer {
 /* fgds_main.c */
 extern struct workqueue_struct *fgds_release_wq;
 
-/* The largest registration on @fdev: the max_buffer_size parameter, or
- * (0, or larger than the BAR) the BAR size. */
+/*
+ * The largest registration on @fdev: the max_buffer_size parameter, or
+ * (0, or larger than the BAR) the BAR size, and never more than a token's
+ * offset range (BARs above 1 TiB exist).
+ */
 static inline u64 fgds_dev_max_buffer_size(const struct fgds_dev *fdev)
 {
-	return min_t(u64, fgds_max_buffer_size ?: fdev->bar_size,
-		     fdev->bar_size);
+	u64 size = min_t(u64, fgds_max_buffer_size ?: fdev->bar_size,
+			 fdev->bar_size);
+
+	return min_t(u64, size, FGDS_MAX_REGISTRATION_SIZE);
 }
 
 /* fgds_file.c */

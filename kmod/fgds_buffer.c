@@ -37,7 +37,7 @@ static struct page *fgds_buffer_page(struct fgds_buffer *buf, u64 offset)
 }
 
 /*
- * A GENERIC device page holds one base reference plus one per mapping, so
+ * A page fgds hands out holds one base reference plus one per mapping, so
  * anything above that is a GUP pin or get: I/O that may still DMA into it.
  */
 static bool fgds_page_pinned(struct page *page)
@@ -46,19 +46,22 @@ static bool fgds_page_pinned(struct page *page)
 }
 
 /*
- * fgds_buffer_wait_unpinned - wait until no page of @buf is pinned. Called
- * once the buffer can no longer be faulted in (revoked and zapped), so new
- * pins cannot appear. An O_DIRECT request's pin goes when it completes; a
- * long-term pin (an io_uring registered buffer) when its owner drops it.
+ * fgds_buffer_wait_unpinned - wait until no page of @buf is pinned, or
+ * @timeout_ms (0: no limit) has passed; false on timeout. Called once the
+ * buffer can no longer be faulted in (revoked and zapped), so new pins
+ * cannot appear. An O_DIRECT request's pin goes when it completes; a
+ * long-term pin (possible only on GENERIC pages, see fgds_pages.c) when its
+ * owner drops it.
  */
-static void fgds_buffer_wait_unpinned(struct fgds_buffer *buf)
+static bool fgds_buffer_wait_unpinned(struct fgds_buffer *buf,
+				      unsigned int timeout_ms)
 {
 	unsigned long waited_ms = 0;
 	unsigned int i;
 
 	/* No struct pages yet (invalidated while registering): no pins. */
 	if (!smp_load_acquire(&buf->has_pages))
-		return;
+		return true;
 	for (i = 0; i < buf->nr_extents; i++) {
 		struct fgds_extent *e = &buf->extents[i];
 		unsigned long pfn = PHYS_PFN(e->phys);
@@ -71,6 +74,8 @@ static void fgds_buffer_wait_unpinned(struct fgds_buffer *buf)
 					cond_resched();
 				continue;
 			}
+			if (timeout_ms && waited_ms >= timeout_ms)
+				return false;
 			msleep(2);
 			waited_ms += 2;
 			if (waited_ms == 10000)
@@ -80,6 +85,7 @@ static void fgds_buffer_wait_unpinned(struct fgds_buffer *buf)
 					buf->token);
 		}
 	}
+	return true;
 }
 
 /* ---- revoke and release --------------------------------------------- */
@@ -136,7 +142,7 @@ static void fgds_buffer_release_work(struct work_struct *work)
 	struct fgds_buffer *buf =
 		container_of(work, struct fgds_buffer, release_work);
 
-	fgds_buffer_wait_unpinned(buf);
+	fgds_buffer_wait_unpinned(buf, 0);
 	fgds_buffer_free(buf);
 }
 
@@ -170,21 +176,32 @@ static void fgds_buffer_retire(struct fgds_buffer *buf)
  * its mapping back, as the dma-buf rules ask of importers; the
  * registration stays (revoked) until UNREG_BUFFER or close.
  *
- * The wait lasts as long as the longest pin: an O_DIRECT request's, or a
- * long-term pin's (an io_uring registered buffer made from the mapping)
- * until its owner drops it. Letting the exporter reuse memory that a pin
- * can still write into would corrupt someone else's GPU data; stalling the
- * exporter for the owner's own buffer is the lesser harm (docs/kmod.md).
+ * The exporter's free path waits here, so the wait is bounded where it can
+ * be: P2PDMA pages cannot be pinned long-term (GUP refuses them to
+ * io_uring fixed buffers, vmsplice and RDMA MRs), so every pin is a block
+ * request, which the block layer completes or times out; fgds waits up to
+ * invalidate_timeout_ms for it and then lets the exporter go, loudly.
+ * GENERIC pages (allow_generic_pages=1) can carry a long-term pin that only
+ * its owner can drop; returning early would let that pin write into memory
+ * the exporter has given to someone else, so there the wait has no bound
+ * (docs/kmod.md, "Page type").
  */
 static void fgds_invalidate(struct dma_buf_attachment *attach)
 {
 	struct fgds_buffer *buf = attach->importer_priv;
+	unsigned int timeout_ms =
+		IS_ENABLED(CONFIG_PCI_P2PDMA) ?
+			READ_ONCE(fgds_invalidate_timeout_ms) :
+			0;
 
 	dma_resv_assert_held(attach->dmabuf->resv);
 	down_write(&buf->lock);
 	fgds_buffer_revoke_locked(buf);
 	up_write(&buf->lock);
-	fgds_buffer_wait_unpinned(buf);
+	if (!fgds_buffer_wait_unpinned(buf, timeout_ms))
+		dev_err(&buf->fdev->pdev->dev,
+			"registration %llx: storage I/O still pins its pages %u ms after the exporter revoked them; returning the memory to the exporter anyway\n",
+			buf->token, timeout_ms);
 	/* NULL while fgds_buffer_register has not mapped it yet. */
 	if (buf->sgt) {
 		dma_buf_unmap_attachment(attach, buf->sgt, DMA_BIDIRECTIONAL);
@@ -492,6 +509,11 @@ int fgds_buffer_mmap(struct fgds_file *ff, struct vm_area_struct *vma)
 	 */
 	fgds_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTCOPY | VM_DONTEXPAND |
 				       VM_DONTDUMP);
+	/*
+	 * The pages are MMIO: never a cacheable user mapping (the kernel's
+	 * own mapping of P2PDMA pages is uncached too).
+	 */
+	vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
 	vma->vm_ops = &fgds_vm_ops;
 	vma->vm_private_data = buf;
 	return 0;

@@ -9,6 +9,7 @@
 
 #include <linux/device.h>
 #include <linux/dma-buf.h>
+#include <linux/memremap.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/version.h>
@@ -58,6 +59,16 @@ static inline void fgds_vm_flags_set(struct vm_area_struct *vma,
 #define FGDS_ATTACH_OPS_INVALIDATE invalidate_mappings
 #else
 #define FGDS_ATTACH_OPS_INVALIDATE move_notify
+#endif
+
+/*
+ * get_dev_pagemap() lost its second argument (a pagemap to reuse) in 7.x;
+ * Kbuild detects it (FGDS_HAVE_GET_DEV_PAGEMAP_1ARG).
+ */
+#ifdef FGDS_HAVE_GET_DEV_PAGEMAP_1ARG
+#define fgds_get_dev_pagemap(pfn) get_dev_pagemap(pfn)
+#else
+#define fgds_get_dev_pagemap(pfn) get_dev_pagemap(pfn, NULL)
 #endif
 
 #endif /* FGDS_COMPAT_H */

@@ -27,6 +27,19 @@ module_param_named(max_buffer_size, fgds_max_buffer_size, ullong, 0444);
 MODULE_PARM_DESC(max_buffer_size,
 		 "Largest registration in bytes (0: the BAR size)");
 
+unsigned int fgds_invalidate_timeout_ms = 60000;
+module_param_named(invalidate_timeout_ms, fgds_invalidate_timeout_ms, uint,
+		   0644);
+MODULE_PARM_DESC(
+	invalidate_timeout_ms,
+	"With CONFIG_PCI_P2PDMA: longest wait, in an exporter's revoke, for storage I/O still using the memory (60000; 0: no limit)");
+
+bool fgds_allow_generic_pages;
+module_param_named(allow_generic_pages, fgds_allow_generic_pages, bool, 0444);
+MODULE_PARM_DESC(
+	allow_generic_pages,
+	"Without CONFIG_PCI_P2PDMA (x86 only): back the BAR with MEMORY_DEVICE_GENERIC pages (cacheable kernel mapping, long-term pins allowed, route checked only at registration; docs/kmod.md). Default off: registrations fail with EOPNOTSUPP");
+
 bool fgds_allow_host_bridge;
 module_param_named(allow_host_bridge, fgds_allow_host_bridge, bool, 0444);
 MODULE_PARM_DESC(

@@ -10,6 +10,13 @@
  * Without it (Debian's stock kernels), fgds accepts only devices below a
  * common PCIe switch, or any pair on one host bridge when the administrator
  * says that bridge forwards P2P (module parameter allow_host_bridge).
+ *
+ * This is the early answer, for the device the registration names. With
+ * P2PDMA pages the kernel checks again for every request, against the
+ * device the bio really goes to (a filesystem's other device, each member
+ * of a stack), so I/O from elsewhere cannot reach the BAR without a route.
+ * With GENERIC pages (allow_generic_pages) this check is the only one
+ * (docs/kmod.md, "Page type").
  */
 #include <linux/blkdev.h>
 #include <linux/file.h>

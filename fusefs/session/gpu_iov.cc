@@ -8,6 +8,7 @@
 
 #include "common/kmod/device_node.h"
 #include "common/kmod/kmod_buffer.h"
+#include "common/kmod/node_access.h"
 #include "common/kmod/storage_device.h"
 
 namespace fgds::session {
@@ -84,7 +85,8 @@ GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   node_path = options.device_dir + node_path.substr(node_path.rfind('/'));
   std::shared_ptr<kmod::KmodNode> node;
   std::string message;
-  int ret = kmod::KmodNode::Open(node_path, &node, &message);
+  int ret = kmod::CheckNodeAccess(node_path, options.user, &message);
+  if (ret == 0) ret = kmod::KmodNode::Open(node_path, &node, &message);
   if (ret == -ENOENT) {
     return Bounce(FGDS_IOV_GPU_REASON_NO_MODULE, std::move(message));
   }

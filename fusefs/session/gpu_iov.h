@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "common/kmod/node_access.h"
 #include "fgds/usrbio.h"
 #include "fgds/usrbio_wire.h"
 #include "fusefs/session/registry.h"
@@ -42,6 +43,10 @@ struct GpuIovOptions {
   // A file on the storage the iov's I/O will hit (the backing directory):
   // the module checks the peer-to-peer route to its block device. -1: none.
   int storage_fd = -1;
+  // Whose iov it is (the session's peer, kmod::SocketPeerUser). The daemon
+  // runs as root; it opens the node only for a user the node's mode lets
+  // open it (the udev rule's group fgds), as that user could open it.
+  kmod::NodeUser user;
 };
 
 // What MapGpuIov decided.
@@ -55,10 +60,11 @@ struct GpuIovMapping {
 };
 
 // MapGpuIov tries the direct path for a request CheckGpuIovValues passed:
-// opens the GPU's node, registers the pages of `dmabuf_fd` (not taken
-// over: the registration holds its own reference) that cover the range,
-// for storage_fd's device, and maps them. Never fails: whatever is missing
-// makes it BOUNCE with a reason.
+// checks that options.user may use the GPU's node (else BOUNCE with
+// MODULE_ERROR, as that user's own open would fail), opens it, registers the
+// pages of `dmabuf_fd` (not taken over: the registration holds its own
+// reference) that cover the range, for storage_fd's device, and maps them.
+// Never fails: whatever is missing makes it BOUNCE with a reason.
 GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                         const GpuIovOptions& options);
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -110,8 +111,35 @@ TEST_F(MapGpuIovTest, NodeThatIsNotTheModuleIsAnError) {
   close(node);
   GpuIovOptions options;
   options.device_dir = dir_;
+  options.user.uid = 0;  // root may open any node
   GpuIovMapping m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
   EXPECT_EQ(m.path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_MODULE_ERROR);
+  EXPECT_NE(m.message.find("QUERY"), std::string::npos) << m.message;
+}
+
+TEST_F(MapGpuIovTest, NodeIsOpenedOnlyForUsersItsModeLetsIn) {
+  // The udev rule's node: root, group fgds (here a group nobody below is
+  // in), 0660. The daemon (root) must not open it for a user outside it.
+  const std::string node = dir_ + "/fgds_0000_3b_00_0";
+  int fd = open(node.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(chown(node.c_str(), 0, 54321), 0);
+  ASSERT_EQ(chmod(node.c_str(), 0660), 0);
+  GpuIovOptions options;
+  options.device_dir = dir_;
+  options.user.uid = 12345;
+  options.user.gid = 12345;
+  options.user.groups = {12345};
+  GpuIovMapping m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
+  EXPECT_EQ(m.path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_MODULE_ERROR);
+  EXPECT_NE(m.message.find("may not use"), std::string::npos) << m.message;
+  // A member of the node's group gets as far as the node itself (which,
+  // a regular file here, answers no QUERY).
+  options.user.groups.push_back(54321);
+  m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
   EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_MODULE_ERROR);
   EXPECT_NE(m.message.find("QUERY"), std::string::npos) << m.message;
 }

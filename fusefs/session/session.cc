@@ -201,6 +201,8 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   GpuIovOptions options;
   options.device_dir = context_.device_dir;
+  // The node is used for the peer: an unknown peer is nobody in particular.
+  if (kmod::SocketPeerUser(sock_, &options.user) != 0) options.user = {};
   if (!context_.storage_dir.empty()) {
     options.storage_fd =
         open(context_.storage_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -199,7 +199,9 @@ int fgds_iov_gpu_path(const struct fgds_iov* iov,
 /* The daemon's host has no /dev/fgds_<bdf> for this GPU: the fgds kernel
  * module is not loaded, or not bound to it. */
 #define FGDS_IOV_GPU_REASON_NO_MODULE 3u
-/* The device node exists but is unusable (open failed, another ABI). */
+/* The device node exists but is unusable (open failed, another ABI), or
+ * its mode does not let this process's user use it (the udev rule gives it
+ * to group fgds): the daemon opens it only for users who could. */
 #define FGDS_IOV_GPU_REASON_MODULE_ERROR 4u
 /* The storage is not on a block device, or it has no peer-to-peer route to
  * the GPU (e.g. across CPU sockets, or in a VM). */

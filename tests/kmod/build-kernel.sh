@@ -3,19 +3,24 @@
 # build directory, which is also the tree out-of-tree modules build against.
 #   tests/kmod/build-kernel.sh 6.12   # Debian 12's linux-source-6.12
 #   tests/kmod/build-kernel.sh 7.2    # sid's linux-source-7.2
+#   tests/kmod/build-kernel.sh 6.12 lockdep   # plus guest-kernel-lockdep.config
 # The result is cached outside the repository, under $FGDS_LAB_CACHE
 # (default /var/cache/fgds-lab), keyed by the source package version and a
 # hash of guest-kernel.config, so a fresh machine builds it and later runs
 # reuse it.
 set -euo pipefail
 
-series=${1:?usage: build-kernel.sh 6.12|7.2}
+series=${1:?usage: build-kernel.sh 6.12|7.2 [FLAVOUR]}
+# A flavour adds guest-kernel-FLAVOUR.config to the default configuration.
+flavour=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
+configs=("$here/guest-kernel.config")
+[ -z "$flavour" ] || configs+=("$here/guest-kernel-$flavour.config")
 cache=${FGDS_LAB_CACHE:-/var/cache/fgds-lab}
 jobs=${FGDS_JOBS:-$(nproc)}
 mkdir -p "$cache/debs"
 
-log() { echo "build-kernel[$series]: $*" >&2; }
+log() { echo "build-kernel[$series${flavour:+ $flavour}]: $*" >&2; }
 
 # Sid is reached through a private apt configuration, so the machine's own
 # sources (Debian 12) stay untouched.
@@ -55,10 +60,14 @@ fetch_source() {
 }
 
 tarball=$(fetch_source)
-key=$( { basename "$tarball"; stat -c %s "$tarball"; cat "$here/guest-kernel.config"; } |
+key=$( { basename "$tarball"; stat -c %s "$tarball"; cat "${configs[@]}"; } |
       sha256sum | cut -c1-16)
 src=$cache/src-$(basename "$tarball" .tar.xz)
-out=$cache/kernel-$series-$key
+# Flavours are named kernel-FLAVOUR-SERIES-HASH, so the pruning below (and
+# that of older copies of this script) never takes one flavour for a stale
+# build of another.
+prefix=$cache/kernel-${flavour:+$flavour-}$series-
+out=$prefix$key
 if [ -f "$out/.fgds-built" ]; then
   echo "$out"
   exit 0
@@ -76,13 +85,13 @@ mkdir -p "$out"
 log "configuring in $out"
 make -s -C "$src" O="$out" tinyconfig >&2
 "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" \
-  "$here/guest-kernel.config" >/dev/null
+  "${configs[@]}" >/dev/null
 make -s -C "$src" O="$out" olddefconfig >&2
 # Every line of the fragment must have survived dependency resolution.
 missing=()
 while IFS= read -r line; do
   case $line in CONFIG_*) grep -qx "$line" "$out/.config" || missing+=("$line") ;; esac
-done <"$here/guest-kernel.config"
+done < <(cat "${configs[@]}")
 if [ ${#missing[@]} -ne 0 ]; then
   log "config options that did not stick: ${missing[*]}"
   exit 1
@@ -99,7 +108,7 @@ log "built in $((SECONDS - start)) s"
 touch "$out/.fgds-built"
 # Builds for older configurations or sources of this series are dead
 # weight (about 300 MB each): keep only this one.
-for old in "$cache/kernel-$series-"*; do
+for old in "$prefix"*; do
   [ "$old" = "$out" ] || rm -rf "$old"
 done
 echo "$out"

@@ -7,6 +7,8 @@
 # one PCIe switch, and checks the guest's results. README.md in this
 # directory says more.
 #   FGDS_LAB_KERNELS   kernel series to boot (default "6.12 7.2")
+#   FGDS_LAB_FLAVOUR   a guest kernel flavour (build-kernel.sh): "lockdep"
+#                      adds lock-order proofs (docs/kmod.md, "Locking")
 #   FGDS_LAB_CACHE     kernels, header packages (default /var/cache/fgds-lab)
 #   FGDS_LAB_WORK      where the private work directory goes (default /tmp)
 #   FGDS_LAB_BOOT_TIMEOUT  seconds a guest may run (default 600)
@@ -93,7 +95,7 @@ fi
 
 for series in ${FGDS_LAB_KERNELS:-6.12 7.2}; do
   t=$SECONDS
-  if ! kdir=$("$here/build-kernel.sh" "$series"); then
+  if ! kdir=$("$here/build-kernel.sh" "$series" ${FGDS_LAB_FLAVOUR:-}); then
     failed+=("kernel-$series")
     continue
   fi

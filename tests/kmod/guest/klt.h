@@ -192,8 +192,9 @@ void t_revoke_inflight(void);
 void t_revoke_mapped(void);
 void t_kill_holder(void);
 void t_fork_nocopy(void);
-void t_uring_fixed_unreg(void);
-void t_uring_fixed_revoke(void);
+void t_pages_uncached(void);
+void t_longterm_pin_refused(void);
+void t_io_unrouted_refused(void);
 int hold_main(void);
 
 #endif /* KLT_H */

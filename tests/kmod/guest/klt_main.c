@@ -100,8 +100,9 @@ static const struct {
 	T(revoke_mapped),
 	T(kill_holder),
 	T(fork_nocopy),
-	T(uring_fixed_unreg),
-	T(uring_fixed_revoke),
+	T(pages_uncached),
+	T(longterm_pin_refused),
+	T(io_unrouted_refused),
 #undef T
 };
 

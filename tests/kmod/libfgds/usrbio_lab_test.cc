@@ -12,8 +12,11 @@
 //       --raw /dev/nvme0n1 --mount /mnt/fgds --backing /mnt/ext4
 //       --file data.bin
 //
-// --raw only serves the CPU view of the window (lab_device_ops.h).
+// --raw only serves the CPU view of the window (lab_device_ops.h). A user
+// other than root, whom the node does not admit, gets the bounce path.
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -117,6 +120,64 @@ void StatsCase(const std::string& mount, int64_t direct_read_bytes,
   Pass("usrbio_gpu_stats");
 }
 
+// A user the node's mode does not admit (the guest has no udev: devtmpfs
+// makes the node root's, 0600) registers the same GPU memory. The daemon
+// runs as root and could open the node; it must not do so for this user,
+// so the iov bounces with MODULE_ERROR. Before the daemon checked, it was
+// DIRECT. The user is a bare uid/gid (no account needed: the daemon
+// judges what SO_PEERCRED and SO_PEERGROUPS report).
+void OtherUserCase(const Args& args, LabDeviceOps* ops) {
+  constexpr uid_t kOther = 4242;
+  const std::string name = "usrbio_gpu_other_user_bounces";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(kOther) != 0 ||
+        setuid(kOther) != 0) {
+      _exit(3);
+    }
+    fgds_session s = {};
+    if (fgds_session_open(&s, args.mount.c_str(), nullptr) != 0) _exit(4);
+    fgds_iov iov = {};
+    fgds_iov_gpu_params params = {};
+    if (usrbio::gpu::WrapGpuIov(&s, &iov, kDeviceBase, kWindow, &params, ops) !=
+        0) {
+      _exit(5);
+    }
+    uint32_t reason = 99;
+    const int path = fgds_iov_gpu_path(&iov, &reason);
+    fgds_iov_destroy(&iov);
+    fgds_session_close(&s);
+    if (path == static_cast<int>(FGDS_PATH_DIRECT)) _exit(6);
+    _exit(reason == FGDS_IOV_GPU_REASON_MODULE_ERROR ? 0 : 7);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+    Fail(name, "the child did not run to its end");
+    return;
+  }
+  switch (WEXITSTATUS(status)) {
+    case 0:
+      Pass(name);
+      return;
+    case 3:
+      Fail(name, "cannot become uid 4242");
+      return;
+    case 4:
+      Fail(name, "uid 4242 cannot open a session");
+      return;
+    case 5:
+      Fail(name, "WrapGpuIov failed for uid 4242");
+      return;
+    case 6:
+      Fail(name,
+           "the daemon mapped the GPU memory through a node uid 4242 "
+           "may not open: DIRECT");
+      return;
+    default:
+      Fail(name, "bounced, but not for MODULE_ERROR");
+  }
+}
+
 int Run(const Args& args) {
   const int raw = open(args.raw.c_str(), O_RDONLY | O_CLOEXEC);
   std::unique_ptr<LabDeviceOps> ops;
@@ -127,6 +188,7 @@ int Run(const Args& args) {
     return 1;
   }
   close(raw);
+  OtherUserCase(args, ops.get());
   fgds_session s = {};
   if (int ret = fgds_session_open(&s, args.mount.c_str(), nullptr); ret != 0) {
     Fail("usrbio_gpu_setup", "fgds_session_open: " + std::to_string(ret));
