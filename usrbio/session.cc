@@ -169,9 +169,12 @@ int ExchangeReply(fgds_session* session, uint16_t type, const void* payload,
       rh.length != n) {
     return -EPROTO;
   }
-  // A refusal names the limit in `reason` (FGDS_LIMIT_*).
-  session->last_limit =
-      body.result < 0 && body.reason <= FGDS_LIMIT_MAX ? body.reason : 0;
+  // A refusal names the limit in `reason` (FGDS_LIMIT_*). Atomic: threads
+  // sharing the session may finish requests at once (the last one wins).
+  __atomic_store_n(
+      &session->last_limit,
+      body.result < 0 && body.reason <= FGDS_LIMIT_MAX ? body.reason : 0,
+      __ATOMIC_RELAXED);
   // FGDS_MSG_ERROR: the daemon found our message malformed, or refused the
   // session, and closed it; its result says why.
   if (rh.type == FGDS_MSG_ERROR) return body.result < 0 ? body.result : -EPROTO;

@@ -65,7 +65,8 @@ struct fgds_session {
   uint32_t seq;     /* next request's seq; under lock */
   /* FGDS_LIMIT_* of the daemon limit that refused the last request made
    * through this session (FGDS_LIMIT_NONE when it was not refused by one);
-   * also set when fgds_session_open fails. fgds_limit_describe names it. */
+   * also set when fgds_session_open fails. fgds_limit_describe names it.
+   * Threads sharing a session see the last request's of any of them. */
   uint32_t last_limit;
   pthread_mutex_t lock; /* one request/reply exchange at a time */
 };
