@@ -113,10 +113,10 @@ void Session::Shutdown() {
 
 void Session::Run() {
   LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
-  // A refused session drains what the client sent and then reads the end
-  // of the stream below.
+  // A refused session answers, drops what the client sent, and ends: it
+  // serves no request.
   if (refusal_ != 0) Refuse();
-  for (;;) {
+  while (refusal_ == 0) {
     unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
     int fds[FGDS_WIRE_MAX_FDS];
     int nfds = 0;
@@ -227,7 +227,8 @@ void Session::Refuse() {
   // library then reads this error). What it sent before is read and
   // dropped here, since closing with unread data would make the kernel
   // reset the connection and discard our error before the client reads it.
-  shutdown(sock_, SHUT_RD);
+  // Without the shutdown the drain below could block on an idle client.
+  if (shutdown(sock_, SHUT_RD) != 0) return;
   for (;;) {
     unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
     int fds[FGDS_WIRE_MAX_FDS];
