@@ -8,6 +8,7 @@
  *
  * Every fgds_* call returns 0 (or a count) or -errno and leaves errno alone.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +34,18 @@ static int fail(const char* what, int err) {
   return 1;
 }
 
+/* A refusal by one of the daemon's limits names it (docs/limits.md);
+ * anything else is an ordinary error. */
+static int fail_session(const struct fgds_session* session, const char* what,
+                        int err) {
+  if (session->last_limit != FGDS_LIMIT_NONE) {
+    fprintf(stderr, "usrbio_read: %s: %s: %s\n", what, strerror(-err),
+            fgds_limit_describe(session->last_limit));
+    return 1;
+  }
+  return fail(what, err);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s FILE_ON_FGDS_MOUNT\n", argv[0]);
@@ -48,14 +61,15 @@ int main(int argc, char** argv) {
   /* One session per process and mount: any path inside the mount finds it. */
   struct fgds_session session;
   int ret = fgds_session_open(&session, argv[1], NULL);
-  if (ret < 0) return fail("session (is this an fgds mount?)", ret);
+  if (ret == -ENOTSUP) return fail("session (is this an fgds mount?)", ret);
+  if (ret < 0) return fail_session(&session, "session", ret);
 
   /* One buffer region, DEPTH blocks, shared with the daemon. */
   struct fgds_iov_params iov_params = {.size = (uint64_t)DEPTH * BLOCK,
                                        .numa_node = -1};
   struct fgds_iov iov;
   ret = fgds_iov_create(&session, &iov, &iov_params);
-  if (ret < 0) return fail("iov", ret);
+  if (ret < 0) return fail_session(&session, "iov", ret);
 
   /* One ring. io_depth 0: the daemon starts each read as soon as it sees
    * it. For many small reads, io_depth 8 with timeout_us 50 batches them
@@ -63,12 +77,12 @@ int main(int argc, char** argv) {
   struct fgds_ior_params ior_params = {.entries = DEPTH};
   struct fgds_ior ior;
   ret = fgds_ior_create(&session, &ior, &ior_params);
-  if (ret < 0) return fail("ior", ret);
+  if (ret < 0) return fail_session(&session, "ior", ret);
 
   /* Register the file once; the descriptor may be closed afterwards. */
   int file = fgds_fd_register(&session, fd, 0);
   close(fd);
-  if (file < 0) return fail("register", file);
+  if (file < 0) return fail_session(&session, "register", file);
 
   uint64_t next = 0, done = 0, sum = 0, direct = 0;
   const uint64_t size = (uint64_t)st.st_size;

@@ -26,6 +26,7 @@
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/session_server.h"
+#include "fusefs/usrbio_limits.h"
 
 namespace fgds::fusefs {
 namespace {
@@ -205,7 +206,8 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // Starts the usrbio session server (fusefs/session/) for the mount at
 // `mountpoint`; without it the mount still serves POSIX, and clients get
 // ENOTSUP from fgds_session_open.
-static void StartSessions(const std::string& mountpoint,
+static void StartSessions(const DaemonOptions& options,
+                          const std::string& mountpoint,
                           const std::string& data_dir,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
@@ -219,6 +221,11 @@ static void StartSessions(const std::string& mountpoint,
   session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
   session_options.context.storage_dir = data_dir;
+  const session::UserLimitsConfig limits =
+      UsrbioLimits(options, session::ReadMachineFacts());
+  session_options.context.user_limits =
+      std::make_shared<session::UserLimits>(limits);
+  LogInfo("usrbio limits: %s", DescribeUsrbioLimits(limits));
   auto server = session::SessionServer::Start(session_options);
   if (server.ok()) {
     *out = *std::move(server);
@@ -340,8 +347,9 @@ absl::Status ServeMount(const DaemonOptions& options,
                                            static_cast<off_t>(len));
         },
         /*may_hold_dirty_pages=*/!options.direct_io);
-    StartSessions(options.mountpoint, options.data_dir, fs->backend.get(),
-                  invalidator.get(), &usrbio_stats, &sessions);
+    StartSessions(options, options.mountpoint, options.data_dir,
+                  fs->backend.get(), invalidator.get(), &usrbio_stats,
+                  &sessions);
   }
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);

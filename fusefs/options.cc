@@ -1,5 +1,6 @@
 #include "fusefs/options.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -29,7 +30,23 @@ const char* MountUsage() {
          "for work before sleeping (default 20 with 8 or more CPUs, else "
          "0)\n"
          "  --threads N           most FUSE worker threads (default 16)\n"
-         "  -o OPT[,OPT...]       extra libfuse options\n";
+         "  -o OPT[,OPT...]       extra libfuse options\n"
+         "usrbio limits (docs/limits.md); 0 or absent: sized from the "
+         "machine; SIZE takes K, M, G, T:\n"
+         "  --user-sessions N     sessions of one user (default 8 per CPU, "
+         "16 to 256)\n"
+         "  --user-rings N        iors of one user (default 32 per CPU, 64 "
+         "to 1024)\n"
+         "  --user-ring-entries N ring entries of one user, over all his "
+         "iors (default 32768 per CPU, 65536 to 4194304)\n"
+         "  --user-mappings N     iovs + iors of one user (default "
+         "--daemon-mappings / 8, at least 64)\n"
+         "  --user-bytes SIZE     bytes of those (default the RAM, at most "
+         "--daemon-bytes / 8)\n"
+         "  --daemon-mappings N   mapped iovs + iors of all users (default "
+         "vm.max_map_count / 2)\n"
+         "  --daemon-bytes SIZE   bytes of those (default half the daemon's "
+         "address space)\n";
 }
 
 namespace {
@@ -37,6 +54,49 @@ namespace {
 absl::Status BadValue(absl::string_view flag, absl::string_view value) {
   return absl::InvalidArgumentError(
       absl::StrCat("invalid value '", value, "' for ", flag));
+}
+
+// A byte count with an optional binary suffix (K, M, G, T); false on
+// anything else or overflow.
+bool ParseSize(absl::string_view text, uint64_t* out) {
+  int shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'K':
+      case 'k':
+        shift = 10;
+        break;
+      case 'M':
+      case 'm':
+        shift = 20;
+        break;
+      case 'G':
+      case 'g':
+        shift = 30;
+        break;
+      case 'T':
+      case 't':
+        shift = 40;
+        break;
+    }
+    if (shift != 0) text.remove_suffix(1);
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n) || n > (UINT64_MAX >> shift)) return false;
+  *out = n << shift;
+  return true;
+}
+
+// Where each usrbio limit option goes.
+uint64_t* LimitField(absl::string_view flag, DaemonOptions* options) {
+  if (flag == "--user-sessions") return &options->user_sessions;
+  if (flag == "--user-rings") return &options->user_rings;
+  if (flag == "--user-ring-entries") return &options->user_ring_entries;
+  if (flag == "--user-mappings") return &options->user_mappings;
+  if (flag == "--user-bytes") return &options->user_bytes;
+  if (flag == "--daemon-mappings") return &options->daemon_mappings;
+  if (flag == "--daemon-bytes") return &options->daemon_bytes;
+  return nullptr;
 }
 
 }  // namespace
@@ -99,6 +159,13 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else {
         if (n < 1) return BadValue(arg, v);
         options.max_threads = n;
+      }
+    } else if (uint64_t* limit = LimitField(arg, &options)) {
+      if (auto st = value(&v); !st.ok()) return st;
+      // Counts are plain numbers; byte limits may carry a suffix.
+      const bool bytes = absl::EndsWith(arg, "-bytes");
+      if (bytes ? !ParseSize(v, limit) : !absl::SimpleAtoi(v, limit)) {
+        return BadValue(arg, v);
       }
     } else if (arg == "-o") {
       if (auto st = value(&v); !st.ok()) return st;

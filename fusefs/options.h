@@ -48,6 +48,20 @@ struct DaemonOptions {
   int max_threads = 16;
   // Extra -o options handed to libfuse (comma-separated, may repeat).
   std::vector<std::string> fuse_options;
+  // usrbio limits (docs/limits.md; fusefs/usrbio_limits.h applies them).
+  // 0 = sized from the machine (fusefs/session/limits_sizing.h).
+  // Per user (by the uid of a session's peer): sessions, iors, ring
+  // entries summed over the iors, regions the daemon maps (iovs and iors),
+  // and their bytes.
+  uint64_t user_sessions = 0;
+  uint64_t user_rings = 0;
+  uint64_t user_ring_entries = 0;
+  uint64_t user_mappings = 0;
+  uint64_t user_bytes = 0;
+  // All users together: mapped regions (below vm.max_map_count) and bytes
+  // (below the daemon's address space).
+  uint64_t daemon_mappings = 0;
+  uint64_t daemon_bytes = 0;
 };
 
 // Parses `fgds mount` arguments (argv[0] is "mount"). Errors name the

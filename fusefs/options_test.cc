@@ -80,6 +80,37 @@ struct BadCase {
   std::string message;  // must appear in the error
 };
 
+TEST(OptionsTest, UsrbioLimitsDefaultToTheMachineAndCanBeSet) {
+  auto defaults = Parse({"/m"});
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->user_sessions, 0u);  // 0: sized from the machine
+  EXPECT_EQ(defaults->user_bytes, 0u);
+  EXPECT_EQ(defaults->daemon_mappings, 0u);
+  auto options =
+      Parse({"--user-sessions", "3", "--user-rings", "5", "--user-ring-entries",
+             "4096", "--user-mappings", "100", "--user-bytes", "256M",
+             "--daemon-mappings", "20000", "--daemon-bytes", "2T", "/m"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->user_sessions, 3u);
+  EXPECT_EQ(options->user_rings, 5u);
+  EXPECT_EQ(options->user_ring_entries, 4096u);
+  EXPECT_EQ(options->user_mappings, 100u);
+  EXPECT_EQ(options->user_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(options->daemon_mappings, 20000u);
+  EXPECT_EQ(options->daemon_bytes, uint64_t{2} << 40);
+  auto plain = Parse({"--user-bytes", "12345", "--daemon-bytes", "1k", "/m"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->user_bytes, 12345u);
+  EXPECT_EQ(plain->daemon_bytes, 1024u);
+  // Every limit is in the help text.
+  for (const char* flag :
+       {"--user-sessions", "--user-rings", "--user-ring-entries",
+        "--user-mappings", "--user-bytes", "--daemon-mappings",
+        "--daemon-bytes"}) {
+    EXPECT_NE(std::string(MountUsage()).find(flag), std::string::npos) << flag;
+  }
+}
+
 TEST(OptionsTest, ErrorsNameTheProblem) {
   const BadCase kCases[] = {
       {{}, "missing MOUNTPOINT"},
@@ -91,6 +122,11 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--attr-timeout", "-1", "/m"}, "--attr-timeout"},
       {{"--max-io", "100", "/m"}, "--max-io"},
       {{"--max-io", "4194304", "/m"}, "--max-io"},
+      {{"--user-sessions", "-1", "/m"}, "--user-sessions"},
+      {{"--user-mappings", "1K", "/m"}, "--user-mappings"},  // counts
+      {{"--user-bytes", "5X", "/m"}, "'5X'"},
+      {{"--daemon-bytes", "99999999T", "/m"}, "--daemon-bytes"},
+      {{"/m", "--user-rings"}, "--user-rings needs a value"},
   };
   for (const BadCase& c : kCases) {
     auto options = Parse(c.args);

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "fgds/usrbio.h"
@@ -53,6 +55,31 @@ TEST(ApiArgsTest, NonzeroReservedFieldsAreRejected) {
   EXPECT_EQ(fgds_ior_create(&s, &ior, &rp), -EINVAL);
   EXPECT_EQ(fgds_fd_register(&s, 0, 1), -EINVAL);
   EXPECT_EQ(fgds_fd_register(&s, -1, 0), -EBADF);
+}
+
+TEST(ApiArgsTest, EveryLimitIsDescribedDistinctly) {
+  std::set<std::string> seen;
+  for (uint32_t limit = FGDS_LIMIT_USER_SESSIONS; limit <= FGDS_LIMIT_MAX;
+       ++limit) {
+    const std::string text = fgds_limit_describe(limit);
+    EXPECT_NE(text, "unknown limit") << limit;
+    EXPECT_TRUE(seen.insert(text).second) << text;
+  }
+  // The ones an administrator can change name their option.
+  EXPECT_NE(std::string(fgds_limit_describe(FGDS_LIMIT_USER_BYTES))
+                .find("--user-bytes"),
+            std::string::npos);
+  EXPECT_NE(std::string(fgds_limit_describe(FGDS_LIMIT_DAEMON_MAPPINGS))
+                .find("--daemon-mappings"),
+            std::string::npos);
+  EXPECT_STREQ(fgds_limit_describe(FGDS_LIMIT_MAX + 1), "unknown limit");
+}
+
+TEST(ApiArgsTest, ASessionThatCannotOpenNamesNoLimit) {
+  fgds_session s;
+  memset(&s, 0xab, sizeof(s));  // as a caller's uninitialized struct
+  EXPECT_EQ(fgds_session_open(&s, "/", nullptr), -ENOTSUP);
+  EXPECT_EQ(s.last_limit, FGDS_LIMIT_NONE);
 }
 
 TEST(ApiArgsTest, ErrnoIsUntouched) {

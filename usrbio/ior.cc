@@ -151,7 +151,11 @@ extern "C" int fgds_ior_create(struct fgds_session* session,
   int complete_efd = -1;
   void* map = MAP_FAILED;
   uint32_t id = 0;
+  // Every page allocated here, charged to this process: the daemon posts
+  // completions into this memory and maps only memory its owner paid for
+  // (docs/limits.md).
   if (ftruncate(memfd, static_cast<off_t>(layout.total_size)) != 0 ||
+      fallocate(memfd, 0, 0, static_cast<off_t>(layout.total_size)) != 0 ||
       fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0) {
     ret = -errno;
     goto close_memfd;

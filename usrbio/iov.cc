@@ -31,6 +31,24 @@ int BindToNode(void* addr, uint64_t len, int node) {
   return 0;
 }
 
+// Allocates every page of the shared mapping [addr, addr+len) now, in this
+// process, under its memory policy (BindToNode) and charged to its memory
+// cgroup: the daemon maps only memory its owner has paid for
+// (docs/limits.md). MADV_POPULATE_WRITE (Linux 5.14) does it in one call;
+// older kernels get one write per page.
+int AllocatePages(void* addr, uint64_t len) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(addr, len, MADV_POPULATE_WRITE) == 0) return 0;
+  if (errno != EINVAL) return errno == EFAULT ? -ENOMEM : -errno;
+#endif
+  // A fresh memfd reads as zeros: writing a zero changes nothing but
+  // allocates the page. (A shortage here is SIGBUS or the OOM killer, as
+  // for any first touch of memory.)
+  volatile char* p = static_cast<volatile char*>(addr);
+  for (uint64_t off = 0; off < len; off += kPage) p[off] = 0;
+  return 0;
+}
+
 }  // namespace
 }  // namespace fgds::usrbio
 
@@ -72,6 +90,8 @@ extern "C" int fgds_iov_create(struct fgds_session* session,
     ret = fgds::usrbio::BindToNode(base, size, params->numa_node);
     if (ret != 0) goto unmap;
   }
+  ret = fgds::usrbio::AllocatePages(base, size);
+  if (ret != 0) goto unmap;
   {
     fgds_msg_iov_register msg = {};
     msg.size = size;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/limit_names.h"
 #include "usrbio/internal.h"
 
 namespace fgds::usrbio {
@@ -138,7 +139,16 @@ int ExchangeReply(fgds_session* session, uint16_t type, const void* payload,
   int ret = SendRequest(session->sock, msg, header.length, fds, nfds);
   unsigned char reply[FGDS_WIRE_MAX_MESSAGE];
   ssize_t n = 0;
-  if (ret == 0) {
+  if (ret == -EPIPE) {
+    // The daemon may have refused the session (a limit) and shut its side
+    // before our first request arrived: its FGDS_MSG_ERROR, which says
+    // why, is still waiting to be read.
+    do {
+      n = recv(session->sock, reply, sizeof(reply),
+               MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) ret = 0;
+  } else if (ret == 0) {
     // The daemon never passes descriptors back; MSG_CMSG_CLOEXEC guards
     // against leaking any into exec'd children all the same.
     do {
@@ -159,8 +169,14 @@ int ExchangeReply(fgds_session* session, uint16_t type, const void* payload,
       rh.length != n) {
     return -EPROTO;
   }
-  // FGDS_MSG_ERROR: the daemon found our message malformed and closed the
-  // session; its result says why.
+  // A refusal names the limit in `reason` (FGDS_LIMIT_*). Atomic: threads
+  // sharing the session may finish requests at once (the last one wins).
+  __atomic_store_n(
+      &session->last_limit,
+      body.result < 0 && body.reason <= FGDS_LIMIT_MAX ? body.reason : 0,
+      __ATOMIC_RELAXED);
+  // FGDS_MSG_ERROR: the daemon found our message malformed, or refused the
+  // session, and closed it; its result says why.
   if (rh.type == FGDS_MSG_ERROR) return body.result < 0 ? body.result : -EPROTO;
   if (rh.type != FGDS_MSG_REPLY || rh.seq != header.seq) return -EPROTO;
   if (body.result > 0) return -EPROTO;
@@ -189,6 +205,7 @@ extern "C" int fgds_session_open(
       if (r != 0) return -EINVAL;
     }
   }
+  session->last_limit = FGDS_LIMIT_NONE;
   try {
     std::string root;
     std::string socket_path;
@@ -206,6 +223,7 @@ extern "C" int fgds_session_open(
                                  nullptr, 0, &version);
     if (ret == 0 && version != FGDS_WIRE_VERSION) ret = -EPROTO;
     if (ret != 0) {
+      // session->last_limit stays: it names the limit that refused us.
       close(sock);
       pthread_mutex_destroy(&session->lock);
       session->sock = -1;
@@ -216,6 +234,10 @@ extern "C" int fgds_session_open(
   } catch (...) {
     return -ENOMEM;
   }
+}
+
+extern "C" const char* fgds_limit_describe(uint32_t limit) noexcept {
+  return fgds::LimitDescription(limit);
 }
 
 extern "C" void fgds_session_close(struct fgds_session* session) noexcept {

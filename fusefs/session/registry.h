@@ -26,6 +26,7 @@
 #include "backend/backend.h"
 #include "backend/file_io.h"
 #include "common/mutex.h"
+#include "fusefs/session/user_limits.h"
 
 namespace fgds::session {
 
@@ -55,6 +56,11 @@ class SharedMemory : public backend::MemoryRegion {
   // GPU memory: only O_DIRECT I/O may reach it (backend/local/io_policy.h).
   bool direct_only() const { return kind() == Kind::kDevice; }
 
+  // Keeps `charge` (the owner's limits, user_limits.h) until this mapping
+  // is gone: released after the unmap, with the last reference, which may
+  // be an I/O completing after the session ended.
+  void AttachCharge(Charge charge) { charge_ = std::move(charge); }
+
  private:
   SharedMemory(char* base, uint64_t size, bool owned,
                std::shared_ptr<void> keeper = nullptr, dev_t storage_dev = 0)
@@ -62,6 +68,9 @@ class SharedMemory : public backend::MemoryRegion {
                      storage_dev),
         owned_(owned),
         keeper_(std::move(keeper)) {}
+  // Declared before keeper_, so destroyed after it (and after the
+  // destructor's munmap): the limits count a mapping until it is gone.
+  Charge charge_;
   const bool owned_;  // base() is our mmap of a memfd: munmap it
   const std::shared_ptr<void> keeper_;  // owns base() when set
 };

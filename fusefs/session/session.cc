@@ -7,8 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
+#include <system_error>
 
+#include "common/limit_names.h"
 #include "common/log.h"
+#include "fgds/usrbio.h"
+#include "fusefs/session/client_memory.h"
 #include "fusefs/session/gpu_iov.h"
 
 namespace fgds::session {
@@ -65,6 +70,14 @@ int AccessMode(int fd, bool* readable, bool* writable) {
   return mode;
 }
 
+constexpr uint64_t kPage = 4096;
+
+// Bytes of address space a mapping of `size` bytes takes. REQUIRES: size
+// is bounded (an iov's size limit), so this cannot overflow.
+uint64_t PageRounded(uint64_t size) {
+  return (size + kPage - 1) & ~(kPage - 1);
+}
+
 }  // namespace
 
 Session::Session(int sock, const SessionContext& context)
@@ -73,11 +86,19 @@ Session::Session(int sock, const SessionContext& context)
       registry_(std::make_shared<Registry>(context.limits.registry)) {
   ucred cred = {};
   socklen_t len = sizeof(cred);
-  if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-    pid_ = cred.pid;
-    uid_ = cred.uid;
-    gid_ = cred.gid;
+  if (getsockopt(sock_, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    // No identity, nobody to charge: refused (never happens on a connected
+    // unix socket).
+    refusal_ = -errno;
+    return;
   }
+  pid_ = cred.pid;
+  uid_ = cred.uid;
+  gid_ = cred.gid;
+  // Charged here, at accept, not at HELLO: a connection that never says
+  // hello must count too, or idle connections would take every slot.
+  refusal_ = UserLimits::Take(context_.user_limits, uid_, {.sessions = 1},
+                              &session_charge_, &refused_limit_);
 }
 
 Session::~Session() {
@@ -92,7 +113,10 @@ void Session::Shutdown() {
 
 void Session::Run() {
   LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
-  for (;;) {
+  // A refused session answers, drops what the client sent, and ends: it
+  // serves no request.
+  if (refusal_ != 0) Refuse();
+  while (refusal_ == 0) {
     unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
     int fds[FGDS_WIRE_MAX_FDS];
     int nfds = 0;
@@ -138,54 +162,120 @@ void Session::Run() {
 void Session::Handle(const Request& request, int* fds, fgds_msg_reply* reply) {
   uint32_t* id = &reply->id;
   int& result = reply->result;
-  switch (request.header.type) {
-    case FGDS_MSG_HELLO:
-      hello_done_ = true;
-      *id = FGDS_WIRE_VERSION;
-      result = 0;
-      return;
-    case FGDS_MSG_IOV_REGISTER:
-      result = RegisterIov(request.iov_register, fds[0], id);
-      return;
-    case FGDS_MSG_GPU_IOV_REGISTER:
-      result = RegisterGpuIov(request.gpu_iov_register, fds[0], reply);
-      return;
-    case FGDS_MSG_IOR_REGISTER:
-      result = RegisterIor(request.ior_register, fds, id);
-      return;
-    case FGDS_MSG_FD_REGISTER:
-      result = RegisterFile(fds[0], id);
-      return;
-    case FGDS_MSG_IOV_UNREGISTER:
-      result = registry_->RemoveIov(request.unregister.id);
-      return;
-    case FGDS_MSG_FD_UNREGISTER:
-      result = registry_->RemoveFile(request.unregister.id);
-      return;
-    case FGDS_MSG_IOR_UNREGISTER:
-      result = UnregisterIor(request.unregister.id);
-      return;
+  uint32_t refused = FGDS_LIMIT_NONE;
+  // A shortage while registering fails that request only. The Register*
+  // functions own their descriptors and charges with RAII, so nothing
+  // leaks when they throw.
+  try {
+    switch (request.header.type) {
+      case FGDS_MSG_HELLO:
+        hello_done_ = true;
+        *id = FGDS_WIRE_VERSION;
+        result = 0;
+        break;
+      case FGDS_MSG_IOV_REGISTER:
+        result = RegisterIov(request.iov_register, fds[0], id, &refused);
+        break;
+      case FGDS_MSG_GPU_IOV_REGISTER:
+        result =
+            RegisterGpuIov(request.gpu_iov_register, fds[0], reply, &refused);
+        break;
+      case FGDS_MSG_IOR_REGISTER:
+        result = RegisterIor(request.ior_register, fds, id, &refused);
+        break;
+      case FGDS_MSG_FD_REGISTER:
+        result = RegisterFile(fds[0], id, &refused);
+        break;
+      case FGDS_MSG_IOV_UNREGISTER:
+        result = registry_->RemoveIov(request.unregister.id);
+        break;
+      case FGDS_MSG_FD_UNREGISTER:
+        result = registry_->RemoveFile(request.unregister.id);
+        break;
+      case FGDS_MSG_IOR_UNREGISTER:
+        result = UnregisterIor(request.unregister.id);
+        break;
+      default:
+        result = -EPROTO;  // ParseRequest admits no other type
+    }
+  } catch (const std::bad_alloc&) {
+    result = -ENOMEM;
+  } catch (const std::system_error& e) {
+    // std::thread of a new ring: the daemon is out of threads.
+    LogWarning("usrbio session of pid %d: %s", pid_, e.what());
+    result = -EAGAIN;
   }
-  result = -EPROTO;  // ParseRequest admits no other type
+  if (result < 0) {
+    reply->id = 0;
+    reply->path = 0;
+    reply->reason = refused;
+    if (refused != FGDS_LIMIT_NONE) {
+      LogInfo("usrbio session of pid %d uid %u: refused (%s): %s", pid_, uid_,
+              strerror(-result), LimitDescription(refused));
+    }
+  }
+}
+
+void Session::Refuse() {
+  LogWarning("usrbio session of pid %d uid %u refused (%s): %s", pid_, uid_,
+             strerror(-refusal_), LimitDescription(refused_limit_));
+  fgds_msg_reply error = {};
+  error.result = refusal_;
+  error.reason = refused_limit_;
+  Reply(FGDS_MSG_ERROR, 0, error);
+  // No more input: the client's later sends fail at once (EPIPE; the
+  // library then reads this error). What it sent before is read and
+  // dropped here, since closing with unread data would make the kernel
+  // reset the connection and discard our error before the client reads it.
+  // Without the shutdown the drain below could block on an idle client.
+  if (shutdown(sock_, SHUT_RD) != 0) return;
+  for (;;) {
+    unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
+    int fds[FGDS_WIRE_MAX_FDS];
+    int nfds = 0;
+    ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds);
+    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    if (n == 0 || (n < 0 && n != -EPROTO)) break;
+  }
 }
 
 int Session::RegisterIov(const fgds_msg_iov_register& msg, int memfd,
-                         uint32_t* id) {
+                         uint32_t* id, uint32_t* refused) {
   std::shared_ptr<SharedMemory> memory;
-  int ret = msg.size > context_.limits.registry.max_iov_bytes
-                ? -EINVAL
-                : SharedMemory::Map(memfd, msg.size, &memory);
+  Charge charge;
+  int ret = 0;
+  if (msg.size > context_.limits.registry.max_iov_bytes) {
+    ret = -EINVAL;
+    *refused = FGDS_LIMIT_IOV_SIZE;
+  }
+  // Charged before mapping: a refused registration never takes address
+  // space or a mapping from the daemon.
+  if (ret == 0) {
+    ret = UserLimits::Take(context_.user_limits, uid_,
+                           {.mappings = 1, .bytes = PageRounded(msg.size)},
+                           &charge, refused);
+  }
+  if (ret == 0) ret = SharedMemory::Map(memfd, msg.size, &memory);
+  if (ret == 0) {
+    ret = SealAllocatedMemfd(memfd);
+    if (ret == -EINVAL) *refused = FGDS_LIMIT_UNALLOCATED;
+    if (ret != 0) memory.reset();
+  }
   // The mapping keeps the pages; the descriptor is not needed any more.
   close(memfd);
   if (ret != 0) return ret;
+  memory->AttachCharge(std::move(charge));
   int64_t added = registry_->AddIov(std::move(memory));
-  if (added < 0) return static_cast<int>(added);
+  if (added < 0) {
+    *refused = FGDS_LIMIT_SESSION_IOVS;
+    return static_cast<int>(added);
+  }
   *id = static_cast<uint32_t>(added);
   return 0;
 }
 
 int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
-                            fgds_msg_reply* reply) {
+                            fgds_msg_reply* reply, uint32_t* refused) {
   // Closed on every path: a DIRECT registration holds its own reference to
   // the dma-buf (and so to the GPU memory) in the module.
   std::string exporter;
@@ -194,6 +284,14 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
     LogWarning("usrbio session of pid %d: GPU iov refused: not a dma-buf",
                pid_);
     ret = -EINVAL;
+  }
+  // A direct mapping takes daemon address space and a mapping: charged
+  // before it is made, given back below if the iov bounces instead.
+  Charge charge;
+  if (ret == 0) {
+    ret = UserLimits::Take(context_.user_limits, uid_,
+                           {.mappings = 1, .bytes = PageRounded(msg.size)},
+                           &charge, refused);
   }
   if (ret != 0) {
     close(dmabuf_fd);
@@ -211,8 +309,12 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   if (options.storage_fd >= 0) close(options.storage_fd);
   close(dmabuf_fd);
   if (mapping.path == FGDS_PATH_DIRECT) {
+    mapping.memory->AttachCharge(std::move(charge));
     int64_t added = registry_->AddIov(std::move(mapping.memory));
-    if (added < 0) return static_cast<int>(added);
+    if (added < 0) {
+      *refused = FGDS_LIMIT_SESSION_IOVS;
+      return static_cast<int>(added);
+    }
     reply->id = static_cast<uint32_t>(added);
     LogInfo(
         "usrbio session of pid %d: GPU iov %u, %u bytes of GPU %s (dma-buf "
@@ -230,14 +332,25 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
 }
 
 int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
-                         uint32_t* id) {
+                         uint32_t* id, uint32_t* refused) {
   fgds_ring_layout layout;
   std::shared_ptr<SharedMemory> memory;
+  Charge charge;
   int ret = fgds_ring_get_layout(msg.entries, &layout);
-  if (ret == 0 && rings_.size() >= context_.limits.max_rings) ret = -ENOSPC;
+  if (ret == 0 && rings_.size() >= context_.limits.max_rings) {
+    ret = -ENOSPC;
+    *refused = FGDS_LIMIT_SESSION_RINGS;
+  }
   if (ret == 0 && (msg.priority < -1 || msg.priority > 1)) ret = -EINVAL;
+  if (ret == 0) {
+    ret = UserLimits::Take(context_.user_limits, uid_,
+                           {.rings = 1,
+                            .ring_entries = layout.sq_entries,
+                            .mappings = 1,
+                            .bytes = PageRounded(layout.total_size)},
+                           &charge, refused);
+  }
   if (ret == 0) ret = SharedMemory::Map(fds[0], layout.total_size, &memory);
-  close(fds[0]);
   if (ret == 0) {
     // Only real eventfds: anything else (a pipe, a socket) could block us
     // in ways an eventfd cannot.
@@ -251,14 +364,28 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
     }
   }
   if (ret != 0) {
+    close(fds[0]);
     close(fds[1]);
     close(fds[2]);
     return ret;
   }
+  // The ring's memory carries the whole ring's charge: it is released when
+  // the last I/O of the ring completes, after the ring itself is gone.
+  memory->AttachCharge(std::move(charge));
   std::shared_ptr<Ring> ring;
   ret = Ring::Create(std::move(memory), fds[1], fds[2], msg, registry_,
                      context_.backend, context_.invalidator, context_.io_stats,
                      &ring);
+  if (ret == 0) {
+    // The daemon posts completions into this memory: the client pays for
+    // its pages too (client_memory.h). Sealed last, once everything else
+    // is accepted, so that a refused ring's memfd can be sent again.
+    ret = SealAllocatedMemfd(fds[0]);
+    if (ret == -EINVAL) *refused = FGDS_LIMIT_UNALLOCATED;
+  }
+  close(fds[0]);
+  // A ring refused here was never started: dropping it closes its
+  // eventfds and unmaps.
   if (ret != 0) return ret;
   ring->Start();
   *id = next_ring_++;
@@ -274,7 +401,7 @@ int Session::UnregisterIor(uint32_t id) {
   return 0;
 }
 
-int Session::RegisterFile(int fd, uint32_t* id) {
+int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
   bool readable = false;
   bool writable = false;
   int mode = AccessMode(fd, &readable, &writable);
@@ -295,7 +422,10 @@ int Session::RegisterFile(int fd, uint32_t* id) {
       context_.backend, handle, readable, writable,
       context_.backend->NodeOf(handle));
   int64_t added = registry_->AddFile(std::move(file));
-  if (added < 0) return static_cast<int>(added);
+  if (added < 0) {
+    *refused = FGDS_LIMIT_SESSION_FILES;
+    return static_cast<int>(added);
+  }
   *id = static_cast<uint32_t>(added);
   return 0;
 }
@@ -319,6 +449,9 @@ void Session::Teardown() {
   for (auto& [ring_id, ring] : rings_) ring->Stop();
   rings_.clear();
   registry_->Clear();
+  // The rings' and iovs' charges go with their memory (some only when
+  // their last I/O completes); the session's own slot goes now.
+  session_charge_.Release();
 }
 
 }  // namespace fgds::session

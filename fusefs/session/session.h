@@ -7,6 +7,13 @@
 // stops; then it stops its rings and drops every registration. I/O still in
 // flight keeps what it uses alive until it completes (ring.h).
 //
+// Limits: the session, its rings and its mappings are charged to the uid
+// of the socket's peer (SO_PEERCRED) in SessionContext::user_limits. A
+// session its user has no room for is refused at once: FGDS_MSG_ERROR with
+// the errno and the limit (reply.reason), then close, so a refused
+// connection holds nothing. A registration over a limit gets a REPLY with
+// the errno and the limit; the session goes on.
+//
 // Thread safety: Run on one thread; Shutdown from any.
 #ifndef FGDS_FUSEFS_SESSION_SESSION_H_
 #define FGDS_FUSEFS_SESSION_SESSION_H_
@@ -26,6 +33,7 @@
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/registry.h"
 #include "fusefs/session/ring.h"
+#include "fusefs/session/user_limits.h"
 #include "fusefs/session/wire_parse.h"
 
 namespace fgds::session {
@@ -52,6 +60,8 @@ struct SessionContext {
   std::string storage_dir;
   std::string device_dir = "/dev";
   SessionLimits limits;
+  // Per-user and daemon-wide limits, shared by every session (null: none).
+  std::shared_ptr<UserLimits> user_limits;
 };
 
 class Session {
@@ -70,14 +80,21 @@ class Session {
 
  private:
   // Handles one request and fills the reply (result, id; path and reason
-  // for GPU iovs). Takes the received descriptors (closes what it does not
+  // for GPU iovs; with a negative result, reason is the FGDS_LIMIT_* that
+  // refused it). Takes the received descriptors (closes what it does not
   // keep).
   void Handle(const Request& request, int* fds, fgds_msg_reply* reply);
-  int RegisterIov(const fgds_msg_iov_register& msg, int memfd, uint32_t* id);
+  // Register*: 0 or -errno; on a refusal by a limit, *refused names it.
+  int RegisterIov(const fgds_msg_iov_register& msg, int memfd, uint32_t* id,
+                  uint32_t* refused);
   int RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
-                     fgds_msg_reply* reply);
-  int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id);
-  int RegisterFile(int fd, uint32_t* id);
+                     fgds_msg_reply* reply, uint32_t* refused);
+  int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id,
+                  uint32_t* refused);
+  int RegisterFile(int fd, uint32_t* id, uint32_t* refused);
+  // Answers a session refused at construction (FGDS_MSG_ERROR) and drops
+  // whatever the client sent, without waiting for it.
+  void Refuse();
   int UnregisterIor(uint32_t id);
   void Reply(uint16_t type, uint32_t seq, const fgds_msg_reply& reply);
   void Teardown();
@@ -92,6 +109,11 @@ class Session {
   uid_t uid_ = 0;
   gid_t gid_ = 0;
   bool hello_done_ = false;
+  // This session's place in its user's session limit; empty when refused
+  // (refusal_ then holds the errno, refused_limit_ the FGDS_LIMIT_*).
+  Charge session_charge_;
+  int refusal_ = 0;
+  uint32_t refused_limit_ = 0;
   std::shared_ptr<Registry> registry_;
   uint32_t next_ring_ = 0;
   absl::flat_hash_map<uint32_t, std::shared_ptr<Ring>> rings_;

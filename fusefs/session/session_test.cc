@@ -12,6 +12,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -25,8 +26,10 @@
 #include <thread>
 #include <vector>
 
+#include "fgds/usrbio.h"
 #include "fgds/usrbio_wire.h"
 #include "fusefs/session/session_testing.h"
+#include "fusefs/session/user_limits.h"
 #include "gtest/gtest.h"
 
 namespace fgds::session {
@@ -261,7 +264,11 @@ TEST_F(SessionTest, ARequestBeforeHelloEndsTheSession) {
 
 TEST_F(SessionTest, IovsNeedASealedMemfdOfTheirSize) {
   ConnectAndHello();
-  int sealed = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  // A fresh memfd per registration: a registered one is sealed against new
+  // writable mappings (client_memory.h), the daemon's own included.
+  std::vector<int> sealed;
+  for (int i = 0; i < 8; ++i)
+    sealed.push_back(MakeMemfd(kIovSize, F_SEAL_SHRINK));
   int unsealed = MakeMemfd(kIovSize, 0);
   int big = MakeMemfd(2 << 20, F_SEAL_SHRINK);
   int pipefd[2];
@@ -272,14 +279,14 @@ TEST_F(SessionTest, IovsNeedASealedMemfdOfTheirSize) {
   const int before = OpenFdCount();
 
   uint32_t id = 99;
-  EXPECT_EQ(RegisterIov(sealed, kIovSize, &id), 0);
+  EXPECT_EQ(RegisterIov(sealed[0], kIovSize, &id), 0);
   EXPECT_EQ(id, 0u);
-  EXPECT_EQ(RegisterIov(sealed, kIovSize / 2, &id), 0);  // a prefix is fine
+  EXPECT_EQ(RegisterIov(sealed[1], kIovSize / 2, &id), 0);  // a prefix
   EXPECT_EQ(id, 1u);
   // Each refusal is a REPLY: the session goes on.
-  EXPECT_EQ(RegisterIov(unsealed, kIovSize), -EINVAL);    // could shrink
-  EXPECT_EQ(RegisterIov(sealed, 2 * kIovSize), -EINVAL);  // too small
-  EXPECT_EQ(RegisterIov(sealed, 0), -EINVAL);
+  EXPECT_EQ(RegisterIov(unsealed, kIovSize), -EINVAL);       // could shrink
+  EXPECT_EQ(RegisterIov(sealed[2], 2 * kIovSize), -EINVAL);  // too small
+  EXPECT_EQ(RegisterIov(sealed[2], 0), -EINVAL);
   EXPECT_EQ(RegisterIov(regular, kIovSize), -EINVAL);  // not a memfd
   EXPECT_EQ(RegisterIov(pipefd[0], kIovSize), -EINVAL);
   EXPECT_EQ(RegisterIov(big, 2 << 20), -EINVAL);  // over max_iov_bytes
@@ -287,18 +294,17 @@ TEST_F(SessionTest, IovsNeedASealedMemfdOfTheirSize) {
   EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, 0), 0);
   EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, 0), -ENOENT);
   EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, 77), -ENOENT);
-  EXPECT_EQ(RegisterIov(sealed, kIovSize, &id), 0);
+  EXPECT_EQ(RegisterIov(sealed[2], kIovSize, &id), 0);
   EXPECT_EQ(id, 2u);
   // The daemon maps what it takes and keeps no descriptor of it.
   EXPECT_EQ(OpenFdCount(), before);
   // max_iovs is 4: two more fit, the fifth does not.
-  EXPECT_EQ(RegisterIov(sealed, kIovSize), 0);
-  EXPECT_EQ(RegisterIov(sealed, kIovSize), 0);
-  EXPECT_EQ(RegisterIov(sealed, kIovSize), -ENOSPC);
+  EXPECT_EQ(RegisterIov(sealed[3], kIovSize), 0);
+  EXPECT_EQ(RegisterIov(sealed[4], kIovSize), 0);
+  EXPECT_EQ(RegisterIov(sealed[5], kIovSize), -ENOSPC);
   EXPECT_EQ(OpenFdCount(), before);
-  for (int fd : {sealed, unsealed, big, pipefd[0], pipefd[1], regular}) {
-    close(fd);
-  }
+  for (int fd : {unsealed, big, pipefd[0], pipefd[1], regular}) close(fd);
+  for (int fd : sealed) close(fd);
 }
 
 TEST_F(SessionTest, IorsAreCheckedAndLimited) {
@@ -541,6 +547,194 @@ TEST_F(SessionTest, AnEmptyPacketWithDescriptorsLeaksNone) {
   // However the daemon takes it, the descriptor must not stay with it.
   Disconnect();
   EXPECT_EQ(OpenFdCount(), baseline_fds_);
+}
+
+// ---- limits (user_limits.h) and who pays for memory (client_memory.h) ----
+
+TEST_F(SessionTest, SparseMemoryIsRefusedAndTheReplyNamesWhy) {
+  // A 1 GiB memfd with no page allocated: before, the daemon mapped it and
+  // its writes allocated pages charged to the daemon.
+  context_.limits.registry.max_iov_bytes = 1 << 30;
+  ConnectAndHello();
+  int sparse = memfd_create("sparse", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(sparse, 0);
+  ASSERT_EQ(ftruncate(sparse, 1 << 30), 0);
+  ASSERT_EQ(fcntl(sparse, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  // One page allocated, the rest holes.
+  int partly = MakeMemfd(0, 0);
+  ASSERT_EQ(ftruncate(partly, kIovSize), 0);
+  ASSERT_EQ(fallocate(partly, 0, 0, 4096), 0);
+  ASSERT_EQ(fcntl(partly, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  // A sparse ring too (the daemon posts completions into it): its pages
+  // after the header punched out again.
+  ClientRing ring(1024);
+  ASSERT_GT(ring.layout().total_size, 8192u);
+  ASSERT_EQ(fallocate(ring.memfd(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      4096, ring.layout().total_size - 4096),
+            0);
+  const int before = OpenFdCount();
+  fgds_msg_iov_register msg = {};
+  msg.size = 1 << 30;
+  Reply r;
+  ASSERT_TRUE(Call(FGDS_MSG_IOV_REGISTER, msg, {sparse}, &r));
+  EXPECT_EQ(r.body.result, -EINVAL);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_UNALLOCATED);
+  msg.size = kIovSize;
+  ASSERT_TRUE(Call(FGDS_MSG_IOV_REGISTER, msg, {partly}, &r));
+  EXPECT_EQ(r.body.result, -EINVAL);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_UNALLOCATED);
+  ASSERT_TRUE(Call(FGDS_MSG_IOR_REGISTER, IorParams(1024),
+                   {ring.memfd(), ring.submit_efd(), ring.complete_efd()}, &r));
+  EXPECT_EQ(r.body.result, -EINVAL);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_UNALLOCATED);
+  EXPECT_EQ(OpenFdCount(), before);
+  // An ordinary refusal carries no limit.
+  fgds_msg_unregister unknown = {};
+  unknown.id = 5;
+  ASSERT_TRUE(Call(FGDS_MSG_IOV_UNREGISTER, unknown, {}, &r));
+  EXPECT_EQ(r.body.result, -ENOENT);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_NONE);
+  close(sparse);
+  close(partly);
+}
+
+TEST_F(SessionTest, RegisteredMemoryCannotLoseItsPages) {
+  ConnectAndHello();
+  int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  void* mine =
+      mmap(nullptr, kIovSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  ASSERT_NE(mine, MAP_FAILED);
+  ASSERT_EQ(RegisterIov(memfd, kIovSize), 0);
+  // A hole punched now would make the daemon's next write allocate (and
+  // pay for) the page: the seal forbids it, as it forbids write(2).
+  EXPECT_EQ(
+      fallocate(memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096),
+      -1);
+  EXPECT_EQ(errno, EPERM);
+  EXPECT_EQ(madvise(mine, 4096, MADV_REMOVE), -1);
+  char byte = 1;
+  EXPECT_EQ(pwrite(memfd, &byte, 1, 0), -1);
+  // The client's own mapping, made before, stays writable.
+  static_cast<char*>(mine)[0] = 7;
+  struct stat st;
+  ASSERT_EQ(fstat(memfd, &st), 0);
+  EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, kIovSize);
+  munmap(mine, kIovSize);
+  close(memfd);
+}
+
+TEST_F(SessionTest, RegistrationsOverTheUsersLimitsAreRefusedByName) {
+  UserLimitsConfig config;
+  config.per_user = {.sessions = 4,
+                     .rings = 1,
+                     .ring_entries = 64,
+                     .mappings = 3,
+                     .bytes = 3 * kIovSize};
+  config.daemon_mappings = 100;
+  config.daemon_bytes = 1 << 30;
+  auto limits = std::make_shared<UserLimits>(config);
+  context_.user_limits = limits;
+  ConnectAndHello();
+  const uid_t me = getuid();
+  EXPECT_EQ(limits->UsageOf(me).sessions, 1u);
+  std::vector<int> memfds;
+  for (int i = 0; i < 4; ++i)
+    memfds.push_back(MakeMemfd(kIovSize, F_SEAL_SHRINK));
+  uint32_t first = 0;
+  ASSERT_EQ(RegisterIov(memfds[0], kIovSize, &first), 0);
+  ASSERT_EQ(RegisterIov(memfds[1], kIovSize), 0);
+  // 128 entries pass the user's 64 ring entries.
+  ClientRing big_ring(128);
+  Reply r;
+  ASSERT_TRUE(Call(
+      FGDS_MSG_IOR_REGISTER, IorParams(128),
+      {big_ring.memfd(), big_ring.submit_efd(), big_ring.complete_efd()}, &r));
+  EXPECT_EQ(r.body.result, -EDQUOT);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_USER_RING_ENTRIES);
+  ClientRing ring(8);
+  ASSERT_EQ(RegisterIor(ring, IorParams(8)), 0);
+  ClientRing second_ring(8);
+  ASSERT_TRUE(Call(FGDS_MSG_IOR_REGISTER, IorParams(8),
+                   {second_ring.memfd(), second_ring.submit_efd(),
+                    second_ring.complete_efd()},
+                   &r));
+  EXPECT_EQ(r.body.result, -EDQUOT);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_USER_RINGS);
+  // Three mappings held (two iovs, one ring): the third iov is refused.
+  fgds_msg_iov_register msg = {};
+  msg.size = kIovSize;
+  ASSERT_TRUE(Call(FGDS_MSG_IOV_REGISTER, msg, {memfds[2]}, &r));
+  EXPECT_EQ(r.body.result, -EDQUOT);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_USER_MAPPINGS);
+  EXPECT_EQ(limits->UsageOf(me).mappings, 3u);
+  // Unregistering gives the room back.
+  EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, first), 0);
+  EXPECT_EQ(limits->UsageOf(me).mappings, 2u);
+  EXPECT_EQ(RegisterIov(memfds[2], kIovSize), 0);
+  // Bytes: an iov and a ring of a few pages held; an iov of twice the
+  // size passes the user's three iovs' worth.
+  ASSERT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, first + 1), 0);
+  int twice = MakeMemfd(2 * kIovSize, F_SEAL_SHRINK);
+  msg.size = 2 * kIovSize;
+  ASSERT_TRUE(Call(FGDS_MSG_IOV_REGISTER, msg, {twice}, &r));
+  EXPECT_EQ(r.body.result, -EDQUOT);
+  EXPECT_EQ(r.body.reason, FGDS_LIMIT_USER_BYTES);
+  // The session's end gives everything back.
+  Disconnect();
+  const Usage left = limits->UsageOf(me);
+  EXPECT_EQ(left.sessions + left.rings + left.ring_entries + left.mappings +
+                left.bytes,
+            0u);
+  close(twice);
+  for (int fd : memfds) close(fd);
+}
+
+TEST_F(SessionTest, ASessionOverTheUsersLimitIsRefusedAtOnce) {
+  UserLimitsConfig config;
+  config.per_user = {.sessions = 1,
+                     .rings = 1,
+                     .ring_entries = 64,
+                     .mappings = 1,
+                     .bytes = kIovSize};
+  config.daemon_mappings = 1;
+  config.daemon_bytes = kIovSize;
+  auto limits = std::make_shared<UserLimits>(config);
+  context_.user_limits = limits;
+  ConnectAndHello();
+  for (bool say_hello : {false, true}) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    Session refused(sv[1], context_);
+    if (say_hello) {
+      auto hello = Message(FGDS_MSG_HELLO, 1, fgds_msg_hello{});
+      ASSERT_TRUE(SendPacket(sv[0], hello.data(), hello.size(), {}));
+    }
+    // Run returns by itself, without waiting for the client: a refused
+    // connection holds no thread or slot.
+    refused.Run();
+    EXPECT_TRUE(refused.done());
+    unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
+    ASSERT_EQ(
+        recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT),
+        static_cast<ssize_t>(sizeof(fgds_msg_header) + sizeof(fgds_msg_reply)))
+        << strerror(errno);
+    fgds_msg_header h;
+    fgds_msg_reply body;
+    memcpy(&h, buf, sizeof(h));
+    memcpy(&body, buf + sizeof(h), sizeof(body));
+    EXPECT_EQ(h.type, FGDS_MSG_ERROR);
+    EXPECT_EQ(body.result, -EDQUOT);
+    EXPECT_EQ(body.reason, FGDS_LIMIT_USER_SESSIONS);
+    EXPECT_EQ(recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT), 0);
+    close(sv[0]);
+  }
+  EXPECT_EQ(limits->UsageOf(getuid()).sessions, 1u);
+  // The first session still works.
+  int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  EXPECT_EQ(RegisterIov(memfd, kIovSize), 0);
+  close(memfd);
+  Disconnect();
+  EXPECT_EQ(limits->UsageOf(getuid()).sessions, 0u);
 }
 
 }  // namespace

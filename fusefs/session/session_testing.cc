@@ -418,7 +418,10 @@ fgds_sqe FsyncSqe(uint32_t fd_id, uint64_t userdata) {
 int MakeMemfd(uint64_t size, int seals) {
   int fd = memfd_create("fgds-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -1;
+  // Every page allocated, as the client library does: the daemon maps only
+  // memory its owner paid for (client_memory.h).
   if (ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+      (size > 0 && fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0) ||
       (seals != 0 && fcntl(fd, F_ADD_SEALS, seals) != 0)) {
     close(fd);
     return -1;

@@ -254,8 +254,8 @@ fgds_sqe WriteSqe(uint32_t fd_id, uint32_t iov_id, uint64_t iov_offset,
                   uint64_t file_offset, uint64_t len, uint64_t userdata);
 fgds_sqe FsyncSqe(uint32_t fd_id, uint64_t userdata);
 
-// A memfd of `size` bytes with `seals` added (0: none), as the client
-// library makes iovs; -1 on failure.
+// A memfd of `size` bytes, every page allocated, with `seals` added (0:
+// none), as the client library makes iovs; -1 on failure.
 int MakeMemfd(uint64_t size, int seals);
 
 // Descriptors this process has open (to check that nothing leaks).

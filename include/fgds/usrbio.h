@@ -63,19 +63,53 @@ struct fgds_session {
   int sock;         /* SOCK_SEQPACKET to the daemon */
   uint32_t version; /* protocol version the daemon speaks */
   uint32_t seq;     /* next request's seq; under lock */
-  uint32_t reserved0;
+  /* FGDS_LIMIT_* of the daemon limit that refused the last request made
+   * through this session (FGDS_LIMIT_NONE when it was not refused by one);
+   * also set when fgds_session_open fails. fgds_limit_describe names it.
+   * Threads sharing a session see the last request's of any of them. */
+  uint32_t last_limit;
   pthread_mutex_t lock; /* one request/reply exchange at a time */
 };
 
 /* fgds_session_open connects to the daemon serving `path` (the mountpoint or
  * any path inside the mount). Errors: -ENOTSUP (not an fgds mount, or a
  * daemon without usrbio), -ECONNREFUSED/-ENOENT (daemon gone), -EPROTO
- * (version mismatch), -EINVAL (params). */
+ * (version mismatch), -EINVAL (params), -EDQUOT/-EAGAIN (a daemon limit:
+ * session->last_limit says which). */
 int fgds_session_open(struct fgds_session* session, const char* path,
                       const struct fgds_session_params* params) FGDS_NOEXCEPT;
 /* fgds_session_close disconnects; the daemon drops every iov, ior and fd
  * registered through it (destroy them first to unmap them here too). */
 void fgds_session_close(struct fgds_session* session) FGDS_NOEXCEPT;
+
+/* ---- daemon limits ---------------------------------------------------- */
+
+/* Why the daemon refused a request, in fgds_session.last_limit (docs/
+ * limits.md lists each limit, its default and the `fgds mount` option that
+ * changes it). Per-user limits answer -EDQUOT, daemon-wide caps -EAGAIN,
+ * per-session limits -ENOSPC, the rest -EINVAL. */
+#define FGDS_LIMIT_NONE 0u
+#define FGDS_LIMIT_USER_SESSIONS 1u     /* sessions of one user */
+#define FGDS_LIMIT_USER_RINGS 2u        /* iors of one user */
+#define FGDS_LIMIT_USER_RING_ENTRIES 3u /* ring entries of one user */
+#define FGDS_LIMIT_USER_MAPPINGS 4u     /* iovs + iors of one user */
+#define FGDS_LIMIT_USER_BYTES 5u        /* bytes of those of one user */
+#define FGDS_LIMIT_DAEMON_MAPPINGS 6u   /* all users' mappings */
+#define FGDS_LIMIT_DAEMON_BYTES 7u      /* all users' mapped bytes */
+#define FGDS_LIMIT_SESSION_IOVS 8u      /* iovs of one session */
+#define FGDS_LIMIT_SESSION_RINGS 9u     /* iors of one session */
+#define FGDS_LIMIT_SESSION_FILES 10u    /* registered files of one session */
+#define FGDS_LIMIT_IOV_SIZE 11u         /* bytes of one iov */
+/* An iov's or ior's memory has pages not yet allocated (holes): the client
+ * allocates all of it before registering, so that the pages are charged to
+ * the client, never to the daemon (fgds_iov_create does). */
+#define FGDS_LIMIT_UNALLOCATED 12u
+#define FGDS_LIMIT_MAX 12u
+
+/* fgds_limit_describe returns a constant, human-readable description of
+ * FGDS_LIMIT_* `limit` naming the `fgds mount` option that changes it
+ * ("unknown limit" for other values). */
+const char* fgds_limit_describe(uint32_t limit) FGDS_NOEXCEPT;
 
 /* ---- iov -------------------------------------------------------------- */
 
@@ -98,8 +132,14 @@ struct fgds_iov {
 };
 
 /* fgds_iov_create makes a memfd of params->size bytes (sealed against
- * shrinking, so the daemon's mapping cannot lose its pages), maps it and
- * registers it with the daemon. */
+ * shrinking, so the daemon's mapping cannot lose its pages), allocates all
+ * of its pages (charged to this process's memory cgroup: the daemon never
+ * allocates memory on a client's behalf), maps it and registers it with the
+ * daemon. The daemon then seals it against writes through new mappings and
+ * write(2) (F_SEAL_FUTURE_WRITE), so that no hole can be punched into it;
+ * iov->base stays writable. -ENOMEM when the pages cannot be allocated;
+ * -EDQUOT/-EAGAIN/-ENOSPC when a daemon limit refuses it
+ * (session->last_limit). */
 int fgds_iov_create(struct fgds_session* session, struct fgds_iov* iov,
                     const struct fgds_iov_params* params) FGDS_NOEXCEPT;
 /* fgds_iov_destroy unregisters and unmaps. REQUIRES: no I/O in flight on

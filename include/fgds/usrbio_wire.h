@@ -12,6 +12,10 @@
  * wrong number of descriptors) is malformed: the daemon answers
  * FGDS_MSG_ERROR with -EPROTO and closes that session only. A well-formed
  * request with bad values gets a REPLY with -errno and the session goes on.
+ * A connection over its user's session limit is answered at once, before
+ * any request, with FGDS_MSG_ERROR (seq 0, -EDQUOT, reason
+ * FGDS_LIMIT_USER_SESSIONS) and closed; the client reads it as the answer
+ * to its HELLO (docs/limits.md).
  *
  * C only, fixed-width types, explicit padding; compiles as C and C++.
  */
@@ -111,7 +115,11 @@ struct fgds_msg_reply {
    * GPU) or FGDS_PATH_BOUNCE (nothing registered; `reason` says why). 0 in
    * every other reply. */
   uint32_t path;
-  uint32_t reason; /* FGDS_IOV_GPU_REASON_* (usrbio.h) with BOUNCE, else 0 */
+  /* With result 0: FGDS_IOV_GPU_REASON_* (usrbio.h) for a GPU_IOV_REGISTER
+   * on the BOUNCE path, else 0. With a negative result: the FGDS_LIMIT_*
+   * (usrbio.h) that refused the request, FGDS_LIMIT_NONE for other
+   * errors. */
+  uint32_t reason;
 };
 
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_header) == 16, "wire ABI");
