@@ -39,6 +39,9 @@ struct Caller {
   gid_t gid = 0;
   pid_t pid = 0;
   std::vector<gid_t> groups;
+  // For calls that create: the caller's umask, which the backend applies
+  // unless the parent directory has a default ACL (which replaces it).
+  mode_t umask = 0;
 };
 
 struct Entry {
@@ -142,10 +145,6 @@ class Backend {
                                 off_t out_offset, size_t len,
                                 unsigned flags) = 0;
   virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
-  // Clears set-user-ID, and set-group-ID where group-executable, as a write
-  // by an unprivileged caller must (the kernel leaves it to us for direct
-  // I/O, and our own writes run with privilege).
-  virtual int DropSetId(File* file) = 0;
   // True when the kernel's cached pages of this file are still valid (the
   // file did not change outside the mount since the last open).
   virtual bool KeepCache(File* file) = 0;
