@@ -131,7 +131,9 @@ class Backend {
   // never blocks on I/O; each request completes exactly once, on a backend
   // thread or inline (a request the backend refuses completes at once with
   // -errno: -EINVAL for device memory the request cannot reach directly,
-  // -EXDEV for device memory routed to another storage device).
+  // -EXDEV for device memory routed to another storage device). It may
+  // throw (std::bad_alloc) only before it has started any request of the
+  // batch: then none of them completes, and the caller still owns them.
   virtual void SubmitIo(std::span<const FileIoRequest> batch) = 0;
   // RunIo moves one request in the calling thread and returns its result
   // (request.completion is not used), with the path taken in *path. For

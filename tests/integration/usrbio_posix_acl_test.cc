@@ -95,12 +95,24 @@ TEST_F(PosixAclTest, AnAclDenyingBobIsEnforcedThroughTheMount) {
                         return errno == EACCES ? 0 : 2;
                       }),
             0);
-  // The backing file agrees (bob may traverse the backing directory here).
-  ASSERT_EQ(chmod(fs_->backing().c_str(), 0755), 0);
+  // The backing file agrees. (bob may traverse the backing directory here,
+  // as a file without an ACL shows.)
+  const std::string backing_dir = fs_->backing();
+  ASSERT_EQ(chmod(backing_dir.substr(0, backing_dir.rfind('/')).c_str(), 0755),
+            0);
+  ASSERT_EQ(chmod(backing_dir.c_str(), 0755), 0);
+  const int public_fd =
+      open(Shared("public").c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(public_fd, 0);
+  close(public_fd);
   const std::string backing = Backing("shared/secret");
+  const std::string backing_public = Backing("shared/public");
   EXPECT_EQ(RunAsUser(bob_,
                       [&] {
-                        int fd = open(backing.c_str(), O_RDONLY);
+                        int fd = open(backing_public.c_str(), O_RDONLY);
+                        if (fd < 0) return 3;
+                        close(fd);
+                        fd = open(backing.c_str(), O_RDONLY);
                         if (fd >= 0) return 1;
                         return errno == EACCES ? 0 : 2;
                       }),
