@@ -313,6 +313,27 @@ void AclNamedUsers(Trace& t) {
     FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
   });
   ExpectAll(t, r, {0, 0});
+  // An owner outside the file's group who sets an access ACL loses
+  // S_ISGID, as with chmod.
+  t.ExpectOk(t.CreateFile("sgid", "s", 0755));
+  t.ExpectOk(FGDS_SYS(t, chown("sgid", bob->uid, 0)));
+  t.ExpectOk(FGDS_SYS(t, chmod("sgid", 02755)));
+  const std::string own = AclXattr({{ACL_USER_OBJ, 7},
+                                    {ACL_USER, 5, bob->uid},
+                                    {ACL_GROUP_OBJ, 5},
+                                    {ACL_MASK, 5},
+                                    {ACL_OTHER, 5}});
+  r = RunAs(t, *bob, [&own](ChildLog& log) {
+    FGDS_CHILD_SYS(log,
+                   setxattr("sgid", kAclAccess, own.data(), own.size(), 0));
+  });
+  ExpectAll(t, r, {0});
+  t.Expect(IsA(t.Lstat("sgid"), S_IFREG, 0755), "S_ISGID dropped");
+  // Root keeps it.
+  t.ExpectOk(FGDS_SYS(t, chmod("sgid", 02755)));
+  t.ExpectOk(
+      FGDS_SYS(t, setxattr("sgid", kAclAccess, own.data(), own.size(), 0)));
+  t.Expect(IsA(t.Lstat("sgid"), S_IFREG, 02755), "root keeps S_ISGID");
 }
 
 void AclDefaultInheritance(Trace& t) {
