@@ -39,6 +39,9 @@ struct Caller {
   gid_t gid = 0;
   pid_t pid = 0;
   std::vector<gid_t> groups;
+  // For calls that create: the caller's umask, which the backend applies
+  // unless the parent directory has a default ACL (which replaces it).
+  mode_t umask = 0;
 };
 
 struct Entry {
@@ -128,7 +131,9 @@ class Backend {
   // never blocks on I/O; each request completes exactly once, on a backend
   // thread or inline (a request the backend refuses completes at once with
   // -errno: -EINVAL for device memory the request cannot reach directly,
-  // -EXDEV for device memory routed to another storage device).
+  // -EXDEV for device memory routed to another storage device). It may
+  // throw (std::bad_alloc) only before it has started any request of the
+  // batch: then none of them completes, and the caller still owns them.
   virtual void SubmitIo(std::span<const FileIoRequest> batch) = 0;
   // RunIo moves one request in the calling thread and returns its result
   // (request.completion is not used), with the path taken in *path. For
@@ -142,10 +147,6 @@ class Backend {
                                 off_t out_offset, size_t len,
                                 unsigned flags) = 0;
   virtual off_t Lseek(File* file, off_t offset, int whence) = 0;
-  // Clears set-user-ID, and set-group-ID where group-executable, as a write
-  // by an unprivileged caller must (the kernel leaves it to us for direct
-  // I/O, and our own writes run with privilege).
-  virtual int DropSetId(File* file) = 0;
   // True when the kernel's cached pages of this file are still valid (the
   // file did not change outside the mount since the last open).
   virtual bool KeepCache(File* file) = 0;

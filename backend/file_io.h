@@ -74,6 +74,12 @@ enum class IoPath : uint8_t {
 // request allows it; without it the backend uses the page cache. Memory of
 // Kind::kDevice always needs the direct path.
 inline constexpr uint32_t kIoPreferDirect = 1u << 0;
+// kIoKillPrivileges: the writer is not privileged (no CAP_FSETID), so a
+// write clears the file's set-user-ID bit, and its set-group-ID bit where
+// the group may execute, before the data lands: what write(2) does
+// (file_remove_privs). The backend writes with its own privilege, which
+// the kernel would let keep them. Ignored for reads and syncs.
+inline constexpr uint32_t kIoKillPrivileges = 1u << 1;
 
 // Receives a request's result: bytes moved (fewer than asked only at end of
 // file for reads) or -errno. The backend sets path() before the request

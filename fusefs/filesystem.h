@@ -8,6 +8,10 @@
 // the control directory's ids (control_dir.h). File handles (fi->fh) are
 // backend File pointers, or ControlFile pointers for control nodes.
 //
+// Handlers may throw: AssignOperations wraps each in a guard that turns an
+// exception into an errno reply (ops_table.cc), so a handler only has to
+// free what it holds (RAII) and must reply last.
+//
 // Thread safety: handlers run on many libfuse threads and on io_uring
 // completion threads at once; Filesystem's members are themselves
 // thread-safe or immutable after start.
@@ -16,8 +20,8 @@
 
 #include <fuse_lowlevel.h>
 
+#include <atomic>
 #include <memory>
-#include <new>
 #include <string>
 
 #include "backend/backend.h"
@@ -29,17 +33,24 @@
 namespace fgds::fusefs {
 
 struct Filesystem {
+  // `allocate_buffer` makes the read and write buffers (tests inject
+  // failures through it).
   Filesystem(const DaemonOptions& options_in,
-             std::unique_ptr<backend::Backend> backend_in)
+             std::unique_ptr<backend::Backend> backend_in,
+             BufferPool::Allocator allocate_buffer = BufferPool::kAlignedAlloc)
       : options(options_in),
         backend(std::move(backend_in)),
-        read_buffers(options_in.max_io, 64) {}
+        read_buffers(options_in.max_io, 64, allocate_buffer) {}
 
   const DaemonOptions options;
   const std::unique_ptr<backend::Backend> backend;
   OpStats stats;
   // Buffers for read replies, max_io bytes each.
   BufferPool read_buffers;
+  // The kernel enforces POSIX ACLs (FUSE_CAP_POSIX_ACL, granted in init);
+  // without it, ACLs would be stored but not honoured, so setting one is
+  // refused. Set once in init, before any other request.
+  std::atomic<bool> posix_acl{false};
   // One line on top of /.fgds/stats (engine, mount); set before serving.
   std::string stats_header;
   // /.fgds; files are added before serving.
@@ -57,17 +68,6 @@ backend::Caller CallerOf(fuse_req_t req, bool with_groups);
 // Fills `e` for a reply from a backend entry, with the configured timeouts.
 void FillEntry(const Filesystem& fs, const backend::Entry& entry,
                fuse_entry_param* e);
-
-// Runs a handler body; a failed allocation becomes ENOMEM for the caller
-// instead of an exception escaping into libfuse (STYLE.md 8).
-template <typename Body>
-void Guarded(fuse_req_t req, Body&& body) {
-  try {
-    body();
-  } catch (const std::bad_alloc&) {
-    fuse_reply_err(req, ENOMEM);
-  }
-}
 
 void AssignOperations(fuse_lowlevel_ops* ops);
 

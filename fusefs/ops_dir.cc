@@ -22,29 +22,27 @@ bool IsDotOrDotDot(const char* name) {
 }
 
 void DoOpendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kOpendir);
-    if (IsControlNode(ino)) {
-      if (ino != kControlDirNode) {
-        timer.set_result(-ENOTDIR);
-        fuse_reply_err(req, ENOTDIR);
-        return;
-      }
-      fi->fh = 0;
-      fuse_reply_open(req, fi);
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kOpendir);
+  if (IsControlNode(ino)) {
+    if (ino != kControlDirNode) {
+      timer.set_result(-ENOTDIR);
+      fuse_reply_err(req, ENOTDIR);
       return;
     }
-    backend::Dir* dir = nullptr;
-    int res = fs.backend->OpenDir(ino, &dir);
-    timer.set_result(res);
-    if (res != 0) {
-      fuse_reply_err(req, -res);
-      return;
-    }
-    fi->fh = reinterpret_cast<uint64_t>(dir);
-    if (fuse_reply_open(req, fi) != 0) fs.backend->ReleaseDir(dir);
-  });
+    fi->fh = 0;
+    fuse_reply_open(req, fi);
+    return;
+  }
+  backend::Dir* dir = nullptr;
+  int res = fs.backend->OpenDir(ino, &dir);
+  timer.set_result(res);
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  fi->fh = reinterpret_cast<uint64_t>(dir);
+  if (fuse_reply_open(req, fi) != 0) fs.backend->ReleaseDir(dir);
 }
 
 // Fills `buf` with control directory entries from `offset` on: ".", ".."
@@ -156,12 +154,12 @@ void DoReaddirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
 
 void DoReaddir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                fuse_file_info* fi) {
-  Guarded(req, [&] { DoReaddirCommon(req, ino, size, offset, fi, false); });
+  DoReaddirCommon(req, ino, size, offset, fi, false);
 }
 
 void DoReaddirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
                    fuse_file_info* fi) {
-  Guarded(req, [&] { DoReaddirCommon(req, ino, size, offset, fi, true); });
+  DoReaddirCommon(req, ino, size, offset, fi, true);
 }
 
 void DoReleasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -17,6 +17,9 @@ backend::Caller CallerOf(fuse_req_t req, bool with_groups) {
   caller.uid = ctx->uid;
   caller.gid = ctx->gid;
   caller.pid = ctx->pid;
+  // Set by libfuse for mknod, mkdir and create (0 otherwise); the kernel
+  // leaves it to us (FUSE_CAP_DONT_MASK) when it enforces ACLs.
+  caller.umask = ctx->umask;
   if (with_groups) {
     // Most callers have few groups; retry once with the exact count.
     std::vector<gid_t> groups(32);
@@ -73,22 +76,20 @@ void ReplyControlEntry(fuse_req_t req, const Filesystem& fs, uint64_t node) {
 }
 
 void DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kLookup);
-    if (uint64_t node = fs.control.Lookup(parent, name); node != 0) {
-      ReplyControlEntry(req, fs, node);
-      return;
-    }
-    if (IsControlNode(parent)) {
-      timer.set_result(-ENOENT);
-      fuse_reply_err(req, ENOENT);
-      return;
-    }
-    backend::Entry entry;
-    int res = fs.backend->Lookup(parent, name, &entry);
-    ReplyEntryOrErr(req, fs, res, entry, timer);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kLookup);
+  if (uint64_t node = fs.control.Lookup(parent, name); node != 0) {
+    ReplyControlEntry(req, fs, node);
+    return;
+  }
+  if (IsControlNode(parent)) {
+    timer.set_result(-ENOENT);
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  backend::Entry entry;
+  int res = fs.backend->Lookup(parent, name, &entry);
+  ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
 void DoForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -164,18 +165,16 @@ void DoSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
 }
 
 void DoReadlink(fuse_req_t req, fuse_ino_t ino) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kReadlink);
-    std::string target;
-    int res = IsControlNode(ino) ? -EINVAL : fs.backend->ReadLink(ino, &target);
-    timer.set_result(res);
-    if (res != 0) {
-      fuse_reply_err(req, -res);
-      return;
-    }
-    fuse_reply_readlink(req, target.c_str());
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kReadlink);
+  std::string target;
+  int res = IsControlNode(ino) ? -EINVAL : fs.backend->ReadLink(ino, &target);
+  timer.set_result(res);
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  fuse_reply_readlink(req, target.c_str());
 }
 
 // Names the control directory owns, and parents that are control nodes,
@@ -192,57 +191,48 @@ bool RefuseCreate(fuse_req_t req, fuse_ino_t parent, const char* name,
 
 void DoMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
              dev_t rdev) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kMknod);
-    if (RefuseCreate(req, parent, name, timer)) return;
-    backend::Entry entry;
-    int res = fs.backend->MkNod(CallerOf(req, true), parent, name, mode, rdev,
-                                &entry);
-    ReplyEntryOrErr(req, fs, res, entry, timer);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kMknod);
+  if (RefuseCreate(req, parent, name, timer)) return;
+  backend::Entry entry;
+  int res =
+      fs.backend->MkNod(CallerOf(req, true), parent, name, mode, rdev, &entry);
+  ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
 void DoMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kMkdir);
-    if (RefuseCreate(req, parent, name, timer)) return;
-    backend::Entry entry;
-    int res =
-        fs.backend->MkDir(CallerOf(req, true), parent, name, mode, &entry);
-    ReplyEntryOrErr(req, fs, res, entry, timer);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kMkdir);
+  if (RefuseCreate(req, parent, name, timer)) return;
+  backend::Entry entry;
+  int res = fs.backend->MkDir(CallerOf(req, true), parent, name, mode, &entry);
+  ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
 void DoSymlink(fuse_req_t req, const char* link, fuse_ino_t parent,
                const char* name) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kSymlink);
-    if (RefuseCreate(req, parent, name, timer)) return;
-    backend::Entry entry;
-    int res =
-        fs.backend->SymLink(CallerOf(req, true), link, parent, name, &entry);
-    ReplyEntryOrErr(req, fs, res, entry, timer);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kSymlink);
+  if (RefuseCreate(req, parent, name, timer)) return;
+  backend::Entry entry;
+  int res =
+      fs.backend->SymLink(CallerOf(req, true), link, parent, name, &entry);
+  ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
 void DoLink(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
             const char* newname) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kLink);
-    if (RefuseCreate(req, newparent, newname, timer)) return;
-    if (IsControlNode(ino)) {
-      timer.set_result(-EPERM);
-      fuse_reply_err(req, EPERM);
-      return;
-    }
-    backend::Entry entry;
-    int res = fs.backend->Link(ino, newparent, newname, &entry);
-    ReplyEntryOrErr(req, fs, res, entry, timer);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kLink);
+  if (RefuseCreate(req, newparent, newname, timer)) return;
+  if (IsControlNode(ino)) {
+    timer.set_result(-EPERM);
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  backend::Entry entry;
+  int res = fs.backend->Link(ino, newparent, newname, &entry);
+  ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
 void DoUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "fusefs/control_dir.h"
@@ -63,72 +65,68 @@ void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
 }
 
 void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kOpen);
-    if (IsControlNode(ino)) {
-      OpenControl(req, ino, fi, timer);
-      return;
-    }
-    backend::File* file = nullptr;
-    int res = fs.backend->Open(ino, BackingFlags(fs, fi->flags), &file);
-    timer.set_result(res);
-    if (res != 0) {
-      fuse_reply_err(req, -res);
-      return;
-    }
-    SetOpenReply(fs, file, fi);
-    if (fuse_reply_open(req, fi) != 0) fs.backend->Release(file);
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kOpen);
+  if (IsControlNode(ino)) {
+    OpenControl(req, ino, fi, timer);
+    return;
+  }
+  backend::File* file = nullptr;
+  int res = fs.backend->Open(ino, BackingFlags(fs, fi->flags), &file);
+  timer.set_result(res);
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  SetOpenReply(fs, file, fi);
+  if (fuse_reply_open(req, fi) != 0) fs.backend->Release(file);
 }
 
 void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kCreate);
-    if (IsReservedName(parent, name) || IsControlNode(parent)) {
-      timer.set_result(-EPERM);
-      fuse_reply_err(req, EPERM);
-      return;
-    }
-    backend::Entry entry;
-    backend::File* file = nullptr;
-    int res = fs.backend->Create(CallerOf(req, true), parent, name, mode,
-                                 BackingFlags(fs, fi->flags), &entry, &file);
-    timer.set_result(res);
-    if (res != 0) {
-      fuse_reply_err(req, -res);
-      return;
-    }
-    fuse_entry_param e;
-    FillEntry(fs, entry, &e);
-    SetOpenReply(fs, file, fi);
-    if (fuse_reply_create(req, &e, fi) != 0) {
-      fs.backend->Release(file);
-      fs.backend->Forget(entry.node, 1);
-    }
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kCreate);
+  if (IsReservedName(parent, name) || IsControlNode(parent)) {
+    timer.set_result(-EPERM);
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  backend::Entry entry;
+  backend::File* file = nullptr;
+  int res = fs.backend->Create(CallerOf(req, true), parent, name, mode,
+                               BackingFlags(fs, fi->flags), &entry, &file);
+  timer.set_result(res);
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  fuse_entry_param e;
+  FillEntry(fs, entry, &e);
+  SetOpenReply(fs, file, fi);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    fs.backend->Release(file);
+    fs.backend->Forget(entry.node, 1);
+  }
 }
 
 // A read in flight: owns the reply buffer until the backend completes.
 class ReadOp : public backend::FileIoCompletion {
  public:
   ReadOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
-      : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers.Get()) {}
+      : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers) {}
 
-  char* buffer() { return buffer_; }
+  // Null when the pool is out of memory.
+  char* buffer() { return buffer_.get(); }
 
   void Complete(int64_t result) override {
     if (result < 0) {
       fuse_reply_err(req_, static_cast<int>(-result));
     } else {
-      fuse_reply_buf(req_, buffer_, static_cast<size_t>(result));
+      fuse_reply_buf(req_, buffer_.get(), static_cast<size_t>(result));
     }
     fs_.stats.Record(Op::kRead, OpStats::Clock::now() - start_,
                      result > 0 ? static_cast<uint64_t>(result) : 0,
                      result < 0 ? static_cast<int>(-result) : 0);
-    fs_.read_buffers.Put(buffer_);
     delete this;
   }
 
@@ -136,7 +134,7 @@ class ReadOp : public backend::FileIoCompletion {
   const fuse_req_t req_;
   Filesystem& fs_;
   const OpStats::Clock::time_point start_;
-  char* const buffer_;
+  const PooledBuffer buffer_;
 };
 
 void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
@@ -157,28 +155,32 @@ void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
 
 void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
             fuse_file_info* fi) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    if (IsControlNode(ino)) {
-      OpTimer timer(fs.stats, Op::kRead);
-      ReadControl(req, size, off, fi);
-      return;
-    }
-    // The kernel never asks for more than max_read; clamp anyway, the
-    // buffer is that big.
-    size = std::min(size, fs.read_buffers.buffer_size());
-    auto* op = new ReadOp(req, fs, OpStats::Clock::now());
-    // An opener that asked for O_DIRECT gets it where the request allows
-    // (its reads then skip the backing file's page cache too); others read
-    // through the page cache, as the kernel's own cache of the mount
-    // expects to be filled.
-    const uint32_t flags =
-        (fi->flags & O_DIRECT) ? backend::kIoPreferDirect : 0;
-    backend::FileIoRequest request{
-        backend::FileOp::kRead,     FileOf(fi), nullptr, op->buffer(), size,
-        static_cast<uint64_t>(off), flags,      op};
-    fs.backend->SubmitIo({&request, 1});
-  });
+  Filesystem& fs = Fs(req);
+  if (IsControlNode(ino)) {
+    OpTimer timer(fs.stats, Op::kRead);
+    ReadControl(req, size, off, fi);
+    return;
+  }
+  // The kernel never asks for more than max_read; clamp anyway, the
+  // buffer is that big.
+  size = std::min(size, fs.read_buffers.buffer_size());
+  auto op = std::make_unique<ReadOp>(req, fs, OpStats::Clock::now());
+  if (op->buffer() == nullptr) {
+    op.release()->Complete(-ENOMEM);
+    return;
+  }
+  // An opener that asked for O_DIRECT gets it where the request allows
+  // (its reads then skip the backing file's page cache too); others read
+  // through the page cache, as the kernel's own cache of the mount
+  // expects to be filled.
+  const uint32_t flags = (fi->flags & O_DIRECT) ? backend::kIoPreferDirect : 0;
+  backend::FileIoRequest request{
+      backend::FileOp::kRead,     FileOf(fi), nullptr, op->buffer(), size,
+      static_cast<uint64_t>(off), flags,      op.get()};
+  fs.backend->SubmitIo({&request, 1});
+  // Submitted: the request completes exactly once, which deletes op. (Had
+  // SubmitIo thrown, op would have been freed here and the guard replied.)
+  op.release();
 }
 
 // Writes run in the FUSE thread (Backend::RunIo): the request's data lives
@@ -195,14 +197,16 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // (copying into that second cache was 65% of the daemon's write time).
 // The request's data follows its header in libfuse's buffer, so it is
 // never page-aligned: such writes are staged in an aligned pool buffer.
+//
+// `flags` are extra backend::kIo* flags for the request.
 ssize_t WriteData(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
-                  off_t off) {
+                  off_t off, uint32_t flags) {
   constexpr size_t kPage = 4096;
   const size_t size = fuse_buf_size(in_buf);
   backend::FileIoRequest request{
-      backend::FileOp::kWrite,   file, nullptr, nullptr, size,
-      static_cast<uint64_t>(off)};
-  char* staged = nullptr;
+      backend::FileOp::kWrite,    file, nullptr, nullptr, size,
+      static_cast<uint64_t>(off), flags};
+  std::optional<PooledBuffer> staged;
   const bool whole_pages = size > 0 && size % kPage == 0 && off % kPage == 0 &&
                            size <= fs.read_buffers.buffer_size();
   const bool in_memory = in_buf->count == 1 && in_buf->idx == 0 &&
@@ -210,49 +214,46 @@ ssize_t WriteData(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
                          !(in_buf->buf[0].flags & FUSE_BUF_IS_FD);
   if (whole_pages || !in_memory) {
     if (size > fs.read_buffers.buffer_size()) return -EINVAL;
-    staged = fs.read_buffers.Get();
+    staged.emplace(fs.read_buffers);
+    if (staged->get() == nullptr) return -ENOMEM;
     fuse_bufvec out = FUSE_BUFVEC_INIT(size);
-    out.buf[0].mem = staged;
+    out.buf[0].mem = staged->get();
     ssize_t copied =
         fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
     if (copied != static_cast<ssize_t>(size)) {
-      fs.read_buffers.Put(staged);
       return copied < 0 ? copied : -EIO;
     }
-    request.buf = staged;
-    if (whole_pages) request.flags = backend::kIoPreferDirect;
+    request.buf = staged->get();
+    if (whole_pages) request.flags |= backend::kIoPreferDirect;
   } else {
     request.buf = static_cast<char*>(in_buf->buf[0].mem);
   }
   backend::IoPath path;
-  int64_t res = fs.backend->RunIo(request, &path);
-  if (staged != nullptr) fs.read_buffers.Put(staged);
-  return static_cast<ssize_t>(res);
+  return static_cast<ssize_t>(fs.backend->RunIo(request, &path));
 }
 
 void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
                 fuse_file_info* fi) {
-  Guarded(req, [&] {
-    Filesystem& fs = Fs(req);
-    OpTimer timer(fs.stats, Op::kWrite);
-    if (IsControlNode(ino)) {
-      timer.set_result(-EBADF);
-      fuse_reply_err(req, EBADF);
-      return;
-    }
-    ssize_t res = WriteData(fs, FileOf(fi), in_buf, off);
-    if (res > 0 && fs.options.direct_io && fuse_req_ctx(req)->uid != 0) {
-      // Cached writes have the kernel drop set-id bits (through setattr);
-      // direct I/O leaves it to the filesystem.
-      if (int err = fs.backend->DropSetId(FileOf(fi)); err != 0) res = err;
-    }
-    timer.set_result(res, /*add_bytes=*/true);
-    if (res < 0) {
-      fuse_reply_err(req, static_cast<int>(-res));
-      return;
-    }
-    fuse_reply_write(req, static_cast<size_t>(res));
-  });
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kWrite);
+  if (IsControlNode(ino)) {
+    timer.set_result(-EBADF);
+    fuse_reply_err(req, EBADF);
+    return;
+  }
+  // Cached writes have the kernel drop set-id bits (through setattr);
+  // direct I/O leaves it to the filesystem, so the backend does it, as for
+  // usrbio writes.
+  const bool kill_privileges =
+      fs.options.direct_io && fuse_req_ctx(req)->uid != 0;
+  ssize_t res = WriteData(fs, FileOf(fi), in_buf, off,
+                          kill_privileges ? backend::kIoKillPrivileges : 0);
+  timer.set_result(res, /*add_bytes=*/true);
+  if (res < 0) {
+    fuse_reply_err(req, static_cast<int>(-res));
+    return;
+  }
+  fuse_reply_write(req, static_cast<size_t>(res));
 }
 
 void DoFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -1,9 +1,19 @@
 // The libfuse operation table and connection setup.
+//
+// Every request handler is called through a guard: whatever it throws
+// (std::bad_alloc, std::system_error, anything) becomes an errno reply for
+// that request (exception_errno.h) instead of unwinding into libfuse, which
+// would end the daemon and the mount for every user. The guard wraps the
+// whole table, so a handler added in an ops_*.cc file is guarded without
+// writing a try block.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <type_traits>
 
+#include "fusefs/exception_errno.h"
 #include "fusefs/filesystem.h"
 
 namespace fgds::fusefs {
@@ -18,6 +28,17 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   // Locks stay the kernel's local locks: we implement no lock operations,
   // and the kernel must not expect us to.
   conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  // POSIX ACLs: the kernel enforces them and caches them per inode (so
+  // `ls -l` asks once per inode, not per listing), and the backing
+  // filesystem keeps them, with the mode, in sync (chmod, inheritance). It
+  // then leaves the umask to us, for a default ACL replaces it
+  // (backend/local/creation_mode.h). Without this capability ACLs are
+  // refused (ops_xattr.cc): stored, they would not be honoured.
+  if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+      (conn->capable & FUSE_CAP_DONT_MASK)) {
+    conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+    fs->posix_acl.store(true, std::memory_order_release);
+  }
   // The backing write runs as root, which keeps set-uid bits a user's write
   // must clear; leave killing privileges to the kernel.
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
@@ -40,15 +61,117 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   }
 }
 
+// The handlers of ops_*.cc, unguarded. Built once, immutable after.
+const fuse_lowlevel_ops& Handlers() {
+  static const fuse_lowlevel_ops handlers = [] {
+    fuse_lowlevel_ops ops;
+    std::memset(&ops, 0, sizeof(ops));
+    AssignEntryOps(&ops);
+    AssignFileOps(&ops);
+    AssignDirOps(&ops);
+    AssignXattrOps(&ops);
+    return ops;
+  }();
+  return handlers;
+}
+
+// Requests the kernel expects no reply to: a failure is answered with
+// fuse_reply_none, which only frees the request.
+template <auto A, auto B>
+constexpr bool SameMember() {
+  if constexpr (std::is_same_v<decltype(A), decltype(B)>) {
+    return A == B;
+  } else {
+    return false;
+  }
+}
+template <auto Member>
+constexpr bool kRepliesNone =
+    SameMember<Member, &fuse_lowlevel_ops::forget>() ||
+    SameMember<Member, &fuse_lowlevel_ops::forget_multi>() ||
+    SameMember<Member, &fuse_lowlevel_ops::retrieve_reply>();
+
+// Calls the handler `Member` of Handlers() and turns an exception into the
+// request's reply. A handler must not throw after it replied (the request
+// is freed then): every handler replies last.
+template <auto Member>
+struct Guarded;
+
+template <typename... Args,
+          void (*fuse_lowlevel_ops::*Member)(fuse_req_t, Args...)>
+struct Guarded<Member> {
+  static void Call(fuse_req_t req, Args... args) noexcept {
+    try {
+      (Handlers().*Member)(req, args...);
+    } catch (...) {
+      if constexpr (kRepliesNone<Member>) {
+        fuse_reply_none(req);
+      } else {
+        fuse_reply_err(req, ExceptionErrno(std::current_exception()));
+      }
+    }
+  }
+};
+
 }  // namespace
 
 void AssignOperations(fuse_lowlevel_ops* ops) {
   std::memset(ops, 0, sizeof(*ops));
+  // init and destroy take no request: there is nothing to reply to, and
+  // DoInit cannot throw.
   ops->init = DoInit;
-  AssignEntryOps(ops);
-  AssignFileOps(ops);
-  AssignDirOps(ops);
-  AssignXattrOps(ops);
+  const fuse_lowlevel_ops& handlers = Handlers();
+  // Every request member of libfuse 3.14's table; the assertion below fails
+  // when a libfuse version adds one, so that it gets a line here.
+  static_assert(sizeof(fuse_lowlevel_ops) == 44 * sizeof(void (*)()),
+                "fuse_lowlevel_ops changed: list its new members below");
+#define FGDS_GUARD(member)                                    \
+  if (handlers.member != nullptr) {                           \
+    ops->member = &Guarded<&fuse_lowlevel_ops::member>::Call; \
+  }
+  FGDS_GUARD(lookup)
+  FGDS_GUARD(forget)
+  FGDS_GUARD(getattr)
+  FGDS_GUARD(setattr)
+  FGDS_GUARD(readlink)
+  FGDS_GUARD(mknod)
+  FGDS_GUARD(mkdir)
+  FGDS_GUARD(unlink)
+  FGDS_GUARD(rmdir)
+  FGDS_GUARD(symlink)
+  FGDS_GUARD(rename)
+  FGDS_GUARD(link)
+  FGDS_GUARD(open)
+  FGDS_GUARD(read)
+  FGDS_GUARD(write)
+  FGDS_GUARD(flush)
+  FGDS_GUARD(release)
+  FGDS_GUARD(fsync)
+  FGDS_GUARD(opendir)
+  FGDS_GUARD(readdir)
+  FGDS_GUARD(releasedir)
+  FGDS_GUARD(fsyncdir)
+  FGDS_GUARD(statfs)
+  FGDS_GUARD(setxattr)
+  FGDS_GUARD(getxattr)
+  FGDS_GUARD(listxattr)
+  FGDS_GUARD(removexattr)
+  FGDS_GUARD(access)
+  FGDS_GUARD(create)
+  FGDS_GUARD(getlk)
+  FGDS_GUARD(setlk)
+  FGDS_GUARD(bmap)
+  FGDS_GUARD(ioctl)
+  FGDS_GUARD(poll)
+  FGDS_GUARD(write_buf)
+  FGDS_GUARD(retrieve_reply)
+  FGDS_GUARD(forget_multi)
+  FGDS_GUARD(flock)
+  FGDS_GUARD(fallocate)
+  FGDS_GUARD(readdirplus)
+  FGDS_GUARD(copy_file_range)
+  FGDS_GUARD(lseek)
+#undef FGDS_GUARD
 }
 
 }  // namespace fgds::fusefs

@@ -77,7 +77,6 @@ class LocalBackend : public Backend {
   ssize_t CopyFileRange(File* in, off_t in_offset, File* out, off_t out_offset,
                         size_t len, unsigned flags) override;
   off_t Lseek(File* file, off_t offset, int whence) override;
-  int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
   NodeId NodeOf(File* file) override;
   int OpenByIno(ino_t ino, int flags, File** out) override;  // local_reopen.cc

@@ -284,6 +284,84 @@ TEST_F(LocalBackendTest, SubmitIoCompletesEachRequestOnceWithItsPath) {
   backend_->Release(file);
 }
 
+TEST_F(LocalBackendTest, KillPrivilegesClearsSetIdBitsAsWriteDoes) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0777, O_RDWR, &e, &file), 0);
+  auto mode = [&] {
+    struct stat st;
+    return stat(Path("f").c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+  };
+  char data[] = "x";
+  // Without the flag (a privileged writer) the bits stay.
+  ASSERT_EQ(chmod(Path("f").c_str(), 06777), 0);
+  ASSERT_EQ(Transfer(*backend_, FileOp::kWrite, file, data, 1, 0), 1);
+  EXPECT_EQ(mode(), 06777u);
+  // A read asking for it changes nothing.
+  ASSERT_EQ(
+      Transfer(*backend_, FileOp::kRead, file, data, 1, 0, kIoKillPrivileges),
+      1);
+  EXPECT_EQ(mode(), 06777u);
+  // A write: S_ISUID goes, and S_ISGID with group-execute.
+  ASSERT_EQ(
+      Transfer(*backend_, FileOp::kWrite, file, data, 1, 0, kIoKillPrivileges),
+      1);
+  EXPECT_EQ(mode(), 0777u);
+  // Without group-execute S_ISGID stays (RunIo, the synchronous path).
+  ASSERT_EQ(chmod(Path("f").c_str(), 06767), 0);
+  FileIoRequest request{FileOp::kWrite,   file, nullptr, data, 1, 0,
+                        kIoKillPrivileges};
+  IoPath path;
+  ASSERT_EQ(backend_->RunIo(request, &path), 1);
+  EXPECT_EQ(mode(), 02767u);
+  // A batch of writes to one file clears once and writes every request.
+  ASSERT_EQ(chmod(Path("f").c_str(), 04777), 0);
+  WaitingCompletion done[3];
+  std::vector<FileIoRequest> batch;
+  for (uint64_t i = 0; i < 3; ++i) {
+    batch.push_back({FileOp::kWrite, file, nullptr, data, 1, i,
+                     kIoKillPrivileges, &done[i]});
+  }
+  backend_->SubmitIo(batch);
+  for (auto& d : done) EXPECT_EQ(d.Wait(), 1);
+  EXPECT_EQ(mode(), 0777u);
+  backend_->Release(file);
+}
+
+TEST_F(LocalBackendTest, DefaultAclReplacesTheUmask) {
+  Caller creator;
+  creator.umask = 022;
+  Entry plain;
+  ASSERT_EQ(backend_->MkDir(creator, kRootNode, "plain", 0777, &plain), 0);
+  EXPECT_EQ(plain.attr.st_mode & 07777, 0755u) << "umask applies";
+  // A default ACL u::rwx g::rwx o::rwx (no mask needed without named
+  // entries) on a directory: what is created in it ignores the umask.
+  struct {
+    uint32_t version;
+    struct {
+      uint16_t tag, perm;
+      uint32_t id;
+    } entries[3];
+  } acl = {2, {{0x01, 7, ~0u}, {0x04, 7, ~0u}, {0x20, 7, ~0u}}};
+  Entry dir;
+  ASSERT_EQ(backend_->MkDir(Caller{}, kRootNode, "acl", 0777, &dir), 0);
+  if (setxattr(Path("acl").c_str(), "system.posix_acl_default", &acl,
+               sizeof(acl), 0) != 0) {
+    GTEST_SKIP() << "no POSIX ACLs on " << dir_ << ": " << strerror(errno);
+  }
+  Entry inner;
+  ASSERT_EQ(backend_->MkDir(creator, dir.node, "d", 0777, &inner), 0);
+  EXPECT_EQ(inner.attr.st_mode & 07777, 0777u) << "default ACL, no umask";
+  Entry file_entry;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(creator, dir.node, "f", 0666, O_RDWR, &file_entry,
+                             &file),
+            0);
+  EXPECT_EQ(file_entry.attr.st_mode & 07777, 0666u);
+  backend_->Release(file);
+}
+
 // A usrbio registration holds its own lookup: the kernel forgetting the
 // node must not free what the handle points to.
 TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {

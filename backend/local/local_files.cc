@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "backend/local/creation_mode.h"
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
@@ -92,7 +93,8 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
     if (creds.error() != 0) return creds.error();
     // O_EXCL stays: it is the creator's question.
     fd = openat(dir.fd, name,
-                MainFlags(flags, &twin) | O_CREAT | (flags & O_EXCL), mode);
+                MainFlags(flags, &twin) | O_CREAT | (flags & O_EXCL),
+                CreationMode(dir.fd, mode, caller.umask));
     if (fd < 0) return -errno;
   }
   // Pin the inode we created, not whatever the name points to by now.
@@ -151,16 +153,6 @@ ssize_t LocalBackend::CopyFileRange(File* in, off_t in_offset, File* out,
 off_t LocalBackend::Lseek(File* file, off_t offset, int whence) {
   off_t res = lseek(file->fd, offset, whence);
   return res >= 0 ? res : -errno;
-}
-
-int LocalBackend::DropSetId(File* file) {
-  struct stat st;
-  if (fstat(file->fd, &st) != 0) return -errno;
-  mode_t kill = S_ISUID;
-  if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-    kill |= S_ISGID;
-  if ((st.st_mode & kill) == 0) return 0;
-  return fchmod(file->fd, st.st_mode & 07777 & ~kill) == 0 ? 0 : -errno;
 }
 
 bool LocalBackend::KeepCache(File* file) { return file->keep_cache; }

@@ -6,6 +6,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "backend/local/io_policy.h"
+#include "backend/local/kill_privileges.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
 #include "common/io/inline_engine.h"
@@ -48,9 +49,16 @@ void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
   // inside Submit and may submit again.
   absl::InlinedVector<io::IoRequest, 8> requests;
   absl::InlinedVector<std::pair<FileIoCompletion*, int>, 4> refused;
+  PrivilegeKiller killer;
   for (const FileIoRequest& request : batch) {
     IoChoice choice = Choose(request);
     request.completion->set_path(choice.path);
+    if (choice.error == 0) {
+      if (int err = killer.Before(request); err != 0) {
+        request.completion->set_path(IoPath::kNone);
+        choice.error = err;
+      }
+    }
     if (choice.error != 0) {
       refused.emplace_back(request.completion, choice.error);
       continue;
@@ -65,6 +73,10 @@ int64_t LocalBackend::RunIo(const FileIoRequest& request, IoPath* path) {
   IoChoice choice = Choose(request);
   *path = choice.path;
   if (choice.error != 0) return choice.error;
+  if (int err = PrivilegeKiller().Before(request); err != 0) {
+    *path = IoPath::kNone;
+    return err;
+  }
   int64_t res = io::RunBlocking(ToEngine(request, choice));
   const bool device = request.region != nullptr &&
                       request.region->kind() == MemoryRegion::Kind::kDevice;

@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
+#include "backend/local/creation_mode.h"
 #include "backend/local/credentials.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
@@ -146,7 +147,10 @@ int LocalBackend::MkNod(const Caller& caller, NodeId parent, const char* name,
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    if (mknodat(dir.fd, name, mode, rdev) != 0) return -errno;
+    if (mknodat(dir.fd, name, CreationMode(dir.fd, mode, caller.umask), rdev) !=
+        0) {
+      return -errno;
+    }
   }
   return LookupEntry(dir, name, out);
 }
@@ -157,7 +161,9 @@ int LocalBackend::MkDir(const Caller& caller, NodeId parent, const char* name,
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    if (mkdirat(dir.fd, name, mode) != 0) return -errno;
+    if (mkdirat(dir.fd, name, CreationMode(dir.fd, mode, caller.umask)) != 0) {
+      return -errno;
+    }
   }
   return LookupEntry(dir, name, out);
 }

@@ -81,12 +81,14 @@ struct RegisteredFile {
   // `backend` may be null (tests that never do I/O): `file` is then not
   // released.
   RegisteredFile(backend::Backend* backend_in, backend::File* file_in,
-                 bool readable_in, bool writable_in, uint64_t node_in = 0)
+                 bool readable_in, bool writable_in, uint64_t node_in = 0,
+                 bool unprivileged_writer_in = false)
       : backend(backend_in),
         file(file_in),
         readable(readable_in),
         writable(writable_in),
-        node(node_in) {}
+        node(node_in),
+        unprivileged_writer(unprivileged_writer_in) {}
   ~RegisteredFile();
   RegisteredFile(const RegisteredFile&) = delete;
   RegisteredFile& operator=(const RegisteredFile&) = delete;
@@ -98,6 +100,10 @@ struct RegisteredFile {
   // The mount's node id of the file (backend::Backend::NodeOf), whose
   // cached pages usrbio writes invalidate; 0 = unknown.
   const uint64_t node;
+  // The registering client is not privileged (its uid, as SO_PEERCRED
+  // reports it, is not root): its writes clear set-id bits, as its write(2)
+  // would (backend::kIoKillPrivileges).
+  const bool unprivileged_writer;
 };
 
 struct RegistryLimits {

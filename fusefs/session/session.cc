@@ -420,7 +420,7 @@ int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
   if (ret != 0) return ret == -ESTALE ? -EBADF : ret;
   auto file = std::make_shared<RegisteredFile>(
       context_.backend, handle, readable, writable,
-      context_.backend->NodeOf(handle));
+      context_.backend->NodeOf(handle), /*unprivileged_writer=*/uid_ != 0);
   int64_t added = registry_->AddFile(std::move(file));
   if (added < 0) {
     *refused = FGDS_LIMIT_SESSION_FILES;

@@ -158,7 +158,6 @@ class FakeBackend final : public backend::Backend {
     return -ENOSYS;
   }
   off_t Lseek(backend::File*, off_t, int) override { return -ENOSYS; }
-  int DropSetId(backend::File*) override { return -ENOSYS; }
   bool KeepCache(backend::File*) override { return true; }
   // A handle's node is 100 + its index in opens().
   backend::NodeId NodeOf(backend::File* file) override;

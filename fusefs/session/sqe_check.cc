@@ -62,6 +62,9 @@ int CheckSqe(const fgds_sqe& sqe, const Registry& registry, uint32_t ring_flags,
   out->len = sqe.len;
   out->offset = sqe.file_offset;
   out->flags = buffered ? 0 : backend::kIoPreferDirect;
+  if (write && (*file)->unprivileged_writer) {
+    out->flags |= backend::kIoKillPrivileges;
+  }
   out->iov = iov;
   out->registered = file;
   return 0;

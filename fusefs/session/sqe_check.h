@@ -36,7 +36,8 @@ struct CheckedIo {
   uint64_t len = 0;
   uint64_t offset = 0;
   // backend::kIo* hints: kIoPreferDirect unless the entry or the ring asks for
-  // the page cache. How the bytes then move is the backend's decision.
+  // the page cache; kIoKillPrivileges for writes to a file an unprivileged
+  // client registered. How the bytes then move is the backend's decision.
   uint32_t flags = 0;
   // The registry's entries, valid while its lock is held: the caller copies
   // them to keep the memory and the file alive while the I/O runs.

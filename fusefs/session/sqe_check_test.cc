@@ -210,6 +210,25 @@ TEST_F(SqeCheckTest, ResolvesTheRequestAndThePathPreference) {
   EXPECT_EQ(io.file, FakeFile(3));
 }
 
+TEST_F(SqeCheckTest, UnprivilegedWritersKillPrivileges) {
+  // A file an unprivileged client registered: its writes clear set-id bits
+  // (as its write(2) would); its reads, and a root client's writes, do not.
+  const uint32_t user_rw =
+      static_cast<uint32_t>(registry_.AddFile(std::make_shared<RegisteredFile>(
+          nullptr, FakeFile(4), true, true, 0, /*unprivileged_writer=*/true)));
+  CheckedIo io;
+  fgds_sqe sqe = Valid();
+  sqe.fd_id = user_rw;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.flags & backend::kIoKillPrivileges, 0u) << "read";
+  sqe.opcode = FGDS_OP_WRITE;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_NE(io.flags & backend::kIoKillPrivileges, 0u) << "user's write";
+  sqe.fd_id = rw_;
+  ASSERT_EQ(Check(sqe, 0, &io), 0);
+  EXPECT_EQ(io.flags & backend::kIoKillPrivileges, 0u) << "root's write";
+}
+
 TEST_F(SqeCheckTest, GpuIovsAreDeviceRegions) {
   // A direct_only iov (GPU memory mapped through the module): host memory
   // here, kept by a keeper as the module mapping would be.

@@ -8,10 +8,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@
 #include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 #include "tests/lib/mounted_fs.h"
+#include "tests/lib/test_users.h"
 #include "tests/lib/usrbio_stats.h"
 
 namespace fgds::testing {
@@ -167,6 +170,23 @@ inline std::vector<std::string> SessionFds(pid_t pid,
   }
   closedir(d);
   return found;
+}
+
+// Runs `body` in a forked child that became `user` (test_users.h) and
+// returns the child's exit status: what `body` returned (0 for success, a
+// step number otherwise), 126 if it could not become `user`, 128 + the
+// signal if it died. The test process is single-threaded, so the child may
+// use the C++ library and libfgds freely.
+inline int RunAsUser(const TestUser& user, const std::function<int()>& body) {
+  pid_t pid = fork();
+  if (pid < 0) return -errno;
+  if (pid == 0) {
+    if (BecomeUser(user) != 0) _exit(126);
+    _exit(body());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -errno;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 inline std::string Join(const std::vector<std::string>& items) {

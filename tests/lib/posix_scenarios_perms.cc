@@ -1,16 +1,23 @@
 // Scenarios for permission checks and ownership of new files, run in
 // children that dropped from root to nobody (65534:65534, no supplementary
-// groups). The mount runs with default_permissions, so the kernel checks
-// the attributes the daemon reports; creation must happen with the
-// caller's uid and gid.
+// groups), or to the test user fgds-bob where an ACL names him. The mount
+// runs with default_permissions, so the kernel checks the attributes the
+// daemon reports, and the POSIX ACLs it reads from the daemon; creation
+// must happen with the caller's uid and gid.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <optional>
+#include <string>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "tests/lib/posix_acl.h"
 #include "tests/lib/posix_child.h"
 #include "tests/lib/posix_scenarios.h"
+#include "tests/lib/test_users.h"
 
 namespace fgds::testing {
 namespace {
@@ -233,6 +240,145 @@ void SetgidDirOwnership(Trace& t) {
   t.Expect(OwnedBy(t.Lstat("sg/root"), 0, 1234), "root's file group 1234");
 }
 
+// Records the ACL `name` of `path` (hex, or the errno).
+void NoteAcl(Trace& t, const char* path, const char* name) {
+  char buf[512];
+  ssize_t n = getxattr(path, name, buf, sizeof(buf));
+  t.Note(absl::StrCat(name, " of ", path),
+         n >= 0 ? absl::BytesToHexString(
+                      absl::string_view(buf, static_cast<size_t>(n)))
+                : absl::StrCat("errno ", errno));
+}
+
+// The real unprivileged user the ACL scenarios name (a uid with a passwd
+// entry, as ACL tools and the kernel's group lookups expect).
+std::optional<Credentials> Bob(Trace& t) {
+  absl::StatusOr<TestUser> bob = EnsureTestUser(kBob);
+  t.Expect(bob.ok(), absl::StrCat("test user: ", bob.status().ToString()));
+  if (!bob.ok()) return std::nullopt;
+  return Credentials{bob->uid, bob->gid};
+}
+
+void AclNamedUsers(Trace& t) {
+  // Named-user entries deny and grant beyond the mode bits; the mask
+  // limits them, and chmod rewrites the mask.
+  std::optional<Credentials> bob = Bob(t);
+  if (!bob) return;
+  const std::string deny = AclXattr({{ACL_USER_OBJ, 6},
+                                     {ACL_USER, 0, bob->uid},
+                                     {ACL_GROUP_OBJ, 4},
+                                     {ACL_MASK, 4},
+                                     {ACL_OTHER, 4}});
+  const std::string grant = AclXattr({{ACL_USER_OBJ, 6},
+                                      {ACL_USER, 4, bob->uid},
+                                      {ACL_GROUP_OBJ, 0},
+                                      {ACL_MASK, 4},
+                                      {ACL_OTHER, 0}});
+  t.ExpectOk(t.CreateFile("deny", "d", 0644));
+  t.ExpectOk(
+      FGDS_SYS(t, setxattr("deny", kAclAccess, deny.data(), deny.size(), 0)));
+  t.ExpectOk(t.CreateFile("grant", "g", 0600));
+  t.ExpectOk(FGDS_SYS(
+      t, setxattr("grant", kAclAccess, grant.data(), grant.size(), 0)));
+  t.Expect(IsA(t.Lstat("grant"), S_IFREG, 0640), "mode shows the mask");
+  NoteAcl(t, "deny", kAclAccess);
+  NoteAcl(t, "grant", kAclAccess);
+  std::vector<SysResult> r = RunAs(t, *bob, [](ChildLog& log) {
+    FGDS_CHILD_SYS(log, open("deny", O_RDONLY));
+    FGDS_CHILD_SYS(log, access("deny", R_OK));
+    long fd = FGDS_CHILD_SYS(log, open("grant", O_RDONLY));
+    FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
+    FGDS_CHILD_SYS(log, open("grant", O_WRONLY));
+  });
+  ExpectAll(t, r, {EACCES, EACCES, 0, 0, EACCES});
+  // Another user gets the "other" class: the reverse.
+  r = RunAs(t, kNobody, [](ChildLog& log) {
+    long fd = FGDS_CHILD_SYS(log, open("deny", O_RDONLY));
+    FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
+    FGDS_CHILD_SYS(log, open("grant", O_RDONLY));
+  });
+  ExpectAll(t, r, {0, 0, EACCES});
+  // chmod sets the mask: group bits 0 take bob's read away.
+  t.ExpectOk(FGDS_SYS(t, chmod("grant", 0600)));
+  NoteAcl(t, "grant", kAclAccess);
+  r = RunAs(t, *bob, [](ChildLog& log) {
+    FGDS_CHILD_SYS(log, open("grant", O_RDONLY));
+  });
+  ExpectAll(t, r, {EACCES});
+  // Removing the ACL leaves the mode alone.
+  t.ExpectOk(FGDS_SYS(t, removexattr("deny", kAclAccess)));
+  NoteAcl(t, "deny", kAclAccess);
+  r = RunAs(t, *bob, [](ChildLog& log) {
+    long fd = FGDS_CHILD_SYS(log, open("deny", O_RDONLY));
+    FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
+  });
+  ExpectAll(t, r, {0, 0});
+  // An owner outside the file's group who sets an access ACL loses
+  // S_ISGID, as with chmod.
+  t.ExpectOk(t.CreateFile("sgid", "s", 0755));
+  t.ExpectOk(FGDS_SYS(t, chown("sgid", bob->uid, 0)));
+  t.ExpectOk(FGDS_SYS(t, chmod("sgid", 02755)));
+  const std::string own = AclXattr({{ACL_USER_OBJ, 7},
+                                    {ACL_USER, 5, bob->uid},
+                                    {ACL_GROUP_OBJ, 5},
+                                    {ACL_MASK, 5},
+                                    {ACL_OTHER, 5}});
+  r = RunAs(t, *bob, [&own](ChildLog& log) {
+    FGDS_CHILD_SYS(log,
+                   setxattr("sgid", kAclAccess, own.data(), own.size(), 0));
+  });
+  ExpectAll(t, r, {0});
+  t.Expect(IsA(t.Lstat("sgid"), S_IFREG, 0755), "S_ISGID dropped");
+  // Root keeps it.
+  t.ExpectOk(FGDS_SYS(t, chmod("sgid", 02755)));
+  t.ExpectOk(
+      FGDS_SYS(t, setxattr("sgid", kAclAccess, own.data(), own.size(), 0)));
+  t.Expect(IsA(t.Lstat("sgid"), S_IFREG, 02755), "root keeps S_ISGID");
+}
+
+void AclDefaultInheritance(Trace& t) {
+  // A directory's default ACL is inherited by what is created in it, and
+  // replaces the creator's umask (022 here); elsewhere the umask applies.
+  std::optional<Credentials> bob = Bob(t);
+  if (!bob) return;
+  const std::string acl = AclXattr({{ACL_USER_OBJ, 7},
+                                    {ACL_USER, 7, bob->uid},
+                                    {ACL_GROUP_OBJ, 5},
+                                    {ACL_MASK, 7},
+                                    {ACL_OTHER, 5}});
+  t.ExpectOk(FGDS_SYS(t, mkdir("inherit", 0755)));
+  t.ExpectOk(
+      FGDS_SYS(t, setxattr("inherit", kAclAccess, acl.data(), acl.size(), 0)));
+  t.ExpectOk(
+      FGDS_SYS(t, setxattr("inherit", kAclDefault, acl.data(), acl.size(), 0)));
+  t.ExpectOk(FGDS_SYS(t, mkdir("plain", 0777)));
+  t.ExpectOk(FGDS_SYS(t, chmod("plain", 0777)));
+  std::vector<SysResult> r = RunAs(t, *bob, [](ChildLog& log) {
+    long fd = FGDS_CHILD_SYS(
+        log, open("inherit/f", O_CREAT | O_EXCL | O_WRONLY, 0666));
+    FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
+    FGDS_CHILD_SYS(log, mkdir("inherit/d", 0777));
+    FGDS_CHILD_SYS(log, mknod("inherit/p", S_IFIFO | 0666, 0));
+    fd =
+        FGDS_CHILD_SYS(log, open("plain/f", O_CREAT | O_EXCL | O_WRONLY, 0666));
+    FGDS_CHILD_SYS(log, close(static_cast<int>(fd)));
+    FGDS_CHILD_SYS(log, mkdir("plain/d", 0777));
+  });
+  ExpectAll(t, r, {0, 0, 0, 0, 0, 0, 0});
+  t.Expect(IsA(t.Lstat("inherit/f"), S_IFREG, 0664),
+           "default ACL, not the umask");
+  t.Expect(IsA(t.Lstat("inherit/d"), S_IFDIR, 0775),
+           "default ACL, not the umask");
+  t.Lstat("inherit/p");
+  t.Expect(IsA(t.Lstat("plain/f"), S_IFREG, 0644), "umask");
+  t.Expect(IsA(t.Lstat("plain/d"), S_IFDIR, 0755), "umask");
+  for (const char* path : {"inherit/f", "inherit/d", "inherit/p"}) {
+    NoteAcl(t, path, kAclAccess);
+  }
+  NoteAcl(t, "inherit/d", kAclDefault);
+  NoteAcl(t, "plain/f", kAclAccess);
+}
+
 }  // namespace
 
 std::vector<Scenario> PermissionScenarios() {
@@ -241,6 +387,8 @@ std::vector<Scenario> PermissionScenarios() {
       {"StickyDir", StickyDir},
       {"NewFileOwnership", NewFileOwnership},
       {"SetgidDirOwnership", SetgidDirOwnership},
+      {"AclNamedUsers", AclNamedUsers},
+      {"AclDefaultInheritance", AclDefaultInheritance},
   };
 }
 
