@@ -63,6 +63,14 @@ std::map<uint64_t, fgds_cqe> ByUserdata(const std::vector<fgds_cqe>& cqes) {
 class RingTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // One worker, as a daemon on one CPU would have; spinning as long as a
+    // client may ask (ARingWaitingForCqRoomWakesWhenTheClientReaps).
+    RingWorkerPoolOptions pool_options;
+    pool_options.workers = 1;
+    pool_options.max_spin_us = 1000000;
+    auto pool = RingWorkerPool::Start(pool_options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *std::move(pool);
     int fd = testing::MakeMemfd(kIovSize, F_SEAL_SHRINK);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(SharedMemory::Map(fd, kIovSize, &iov_), 0);
@@ -86,6 +94,7 @@ class RingTest : public ::testing::Test {
     registry_->Clear();
     iov_.reset();
     invalidator_.reset();
+    pool_.reset();
     // Every registered file was released exactly once.
     EXPECT_EQ(backend_.open_handles(), 0);
     for (const FakeBackend::Opened& open : backend_.opens()) {
@@ -122,7 +131,7 @@ class RingTest : public ::testing::Test {
                            dup(client_->complete_efd()), params, registry_,
                            &backend_, invalidator_.get(), &stats_, &ring_),
               0);
-    ring_->Start();
+    ASSERT_EQ(ring_->Start(pool_.get()), 0);
   }
 
   // A CacheInvalidator whose invalidate function records its calls and
@@ -171,6 +180,7 @@ class RingTest : public ::testing::Test {
   std::shared_ptr<Registry> registry_;
   std::vector<backend::File*> files_;
   std::shared_ptr<Ring> ring_;
+  std::unique_ptr<RingWorkerPool> pool_;  // outlives no ring: TearDown
 };
 
 TEST_F(RingTest, EachEntryCompletesOnceWithTheBackendsResultAndPath) {

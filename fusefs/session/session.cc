@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "common/log.h"
+#include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/gpu_iov.h"
 
 namespace fgds::session {
@@ -17,7 +20,11 @@ namespace {
 // Receives one packet and the descriptors that came with it. Returns the
 // byte count, 0 at end of stream, -EPROTO for a truncated packet or
 // descriptors, or -errno.
-ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
+// `*out_of_fds`: the descriptors sent could not all be installed (the
+// daemon is out of them: the kernel then truncates the control data), and
+// none is returned; the bytes are.
+ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds,
+                      bool wait, bool* out_of_fds) {
   iovec iov = {buf, size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * FGDS_WIRE_MAX_FDS)];
   msghdr mh = {};
@@ -27,7 +34,7 @@ ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
   mh.msg_controllen = sizeof(control);
   ssize_t n;
   do {
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
   *nfds = 0;
@@ -46,10 +53,15 @@ ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
     }
   }
   // Too long a packet or too many descriptors: never half-parse.
+  *out_of_fds = false;
   if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
     for (int i = 0; i < *nfds; ++i) close(fds[i]);
+    // Room for every descriptor a message may carry, yet fewer came and
+    // the rest were cut: the kernel could not install them here.
+    *out_of_fds = !(mh.msg_flags & MSG_TRUNC) &&
+                  *nfds < static_cast<int>(FGDS_WIRE_MAX_FDS);
     *nfds = 0;
-    return -EPROTO;
+    return *out_of_fds ? n : -EPROTO;
   }
   return n;
 }
@@ -78,6 +90,7 @@ Session::Session(int sock, const SessionContext& context)
     uid_ = cred.uid;
     gid_ = cred.gid;
   }
+  LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
 }
 
 Session::~Session() {
@@ -91,44 +104,75 @@ void Session::Shutdown() {
 }
 
 void Session::Run() {
-  LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
-  for (;;) {
-    unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
-    int fds[FGDS_WIRE_MAX_FDS];
-    int nfds = 0;
-    ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds);
-    if (n == 0) {
-      // End of stream, or an empty packet (on SOCK_SEQPACKET they read
-      // the same): the session ends either way, and descriptors that came
-      // with an empty packet are ours to close.
-      for (int i = 0; i < nfds; ++i) close(fds[i]);
-      break;
-    }
-    if (n < 0 && n != -EPROTO) break;  // gone or shut down
-    Request request;
-    int err = n < 0 ? -EPROTO
-                    : ParseRequest(buf, static_cast<size_t>(n), nfds, &request);
-    if (err == 0 && !hello_done_ && request.header.type != FGDS_MSG_HELLO) {
-      err = -EPROTO;
-    }
-    if (err != 0) {
-      for (int i = 0; i < nfds; ++i) close(fds[i]);
-      LogWarning("usrbio session of pid %d: malformed message, closing", pid_);
-      fgds_msg_reply error = {};
-      error.result = err;
-      Reply(FGDS_MSG_ERROR, 0, error);
-      break;
-    }
-    fgds_msg_reply reply = {};
-    Handle(request, fds, &reply);
-    Reply(FGDS_MSG_REPLY, request.header.seq, reply);
+  while (ServeOne(/*wait=*/true) == Step::kOpen) {
   }
+  End();
+}
+
+Session::Step Session::ServeOne(bool wait) {
+  unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
+  int fds[FGDS_WIRE_MAX_FDS];
+  int nfds = 0;
+  bool out_of_fds = false;
+  ssize_t n =
+      ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds, wait, &out_of_fds);
+  if (n == 0) {
+    // End of stream, or an empty packet (on SOCK_SEQPACKET they read the
+    // same): the session ends either way, and descriptors that came with
+    // an empty packet are ours to close.
+    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    return Step::kEnded;
+  }
+  if (n == -EAGAIN || n == -EWOULDBLOCK) return Step::kOpen;
+  if (n > 0 && out_of_fds) {
+    // Our shortage, not a malformed message: that request fails with
+    // EMFILE, the session goes on.
+    LogWarning(
+        "usrbio session of pid %d: the daemon is out of file descriptors; "
+        "failing a request with EMFILE",
+        pid_);
+    fgds_msg_header header = {};
+    memcpy(&header, buf,
+           std::min(sizeof(header), static_cast<size_t>(n)));
+    fgds_msg_reply error = {};
+    error.result = -EMFILE;
+    Reply(FGDS_MSG_REPLY, header.seq, error);
+    return Step::kOpen;
+  }
+  if (n < 0 && n != -EPROTO) return Step::kEnded;  // gone or shut down
+  Request request;
+  int err = n < 0 ? -EPROTO
+                  : ParseRequest(buf, static_cast<size_t>(n), nfds, &request);
+  if (err == 0 && !hello_done_ && request.header.type != FGDS_MSG_HELLO) {
+    err = -EPROTO;
+  }
+  if (err != 0) {
+    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    LogWarning("usrbio session of pid %d: malformed message, closing", pid_);
+    fgds_msg_reply error = {};
+    error.result = err;
+    Reply(FGDS_MSG_ERROR, 0, error);
+    return Step::kEnded;
+  }
+  fgds_msg_reply reply = {};
+  try {
+    Handle(request, fds, &reply);
+  } catch (const std::bad_alloc&) {
+    // The request fails; the session and every other one go on.
+    reply = {};
+    reply.result = -ENOMEM;
+  }
+  Reply(FGDS_MSG_REPLY, request.header.seq, reply);
+  return Step::kOpen;
+}
+
+void Session::End() {
   Teardown();
   {
     // Closed here, not when the server reaps this object: the client sees
     // the end at once and no descriptor outlives the session.
     fgds::MutexLock lock(&sock_mu_);
-    close(sock_);
+    if (!sock_closed_) close(sock_);
     sock_closed_ = true;
   }
   LogInfo("usrbio session closed: pid %d", pid_);
@@ -236,18 +280,10 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
   if (ret == 0 && (msg.priority < -1 || msg.priority > 1)) ret = -EINVAL;
   if (ret == 0) ret = SharedMemory::Map(fds[0], layout.total_size, &memory);
   close(fds[0]);
-  if (ret == 0) {
-    // Only real eventfds: anything else (a pipe, a socket) could block us
-    // in ways an eventfd cannot.
-    for (int i = 1; i < 3 && ret == 0; ++i) {
-      char target[64] = {};
-      std::string link = "/proc/self/fd/" + std::to_string(fds[i]);
-      if (readlink(link.c_str(), target, sizeof(target) - 1) < 0 ||
-          strcmp(target, "anon_inode:[eventfd]") != 0) {
-        ret = -EINVAL;
-      }
-    }
-  }
+  if (ret == 0 && context_.ring_pool == nullptr) ret = -ENOTSUP;
+  // Only real eventfds, not in semaphore mode: anything else (a pipe, a
+  // socket) could block us in ways an eventfd cannot (client_eventfd.h).
+  for (int i = 1; i < 3 && ret == 0; ++i) ret = CheckClientEventfd(fds[i]);
   if (ret != 0) {
     close(fds[1]);
     close(fds[2]);
@@ -258,7 +294,8 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
                      context_.backend, context_.invalidator, context_.io_stats,
                      &ring);
   if (ret != 0) return ret;
-  ring->Start();
+  ret = ring->Start(context_.ring_pool);
+  if (ret != 0) return ret;
   *id = next_ring_++;
   rings_.emplace(*id, std::move(ring));
   return 0;

@@ -109,6 +109,12 @@ class SessionTest : public ::testing::Test {
     context_.limits.registry.max_iovs = 4;
     context_.limits.registry.max_files = 4;
     context_.limits.registry.max_iov_bytes = 1 << 20;
+    RingWorkerPoolOptions pool_options;
+    pool_options.workers = 1;
+    auto pool = RingWorkerPool::Start(pool_options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *std::move(pool);
+    context_.ring_pool = pool_.get();
     baseline_fds_ = OpenFdCount();
   }
 
@@ -236,6 +242,7 @@ class SessionTest : public ::testing::Test {
   // Destroyed last: sessions and late I/O release handles on it.
   FakeBackend backend_;
   IoStats stats_;
+  std::unique_ptr<RingWorkerPool> pool_;  // outlives every session's rings
   SessionContext context_;
   std::string dir_;
   std::string path_;
