@@ -552,3 +552,30 @@ TEST_F(SessionTest, AnEmptyPacketWithDescriptorsLeaksNone) {
 
 }  // namespace
 }  // namespace fgds::session
+
+namespace fgds::session {
+namespace {
+
+TEST_F(SessionTest, RunningOutOfDescriptorsFailsTheRequestNotTheSession) {
+  // The issue: a daemon out of descriptors cannot take those a request
+  // carries (the kernel cuts the control data), and called the message
+  // malformed and closed the session.
+  ConnectAndHello();
+  int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  ASSERT_GE(memfd, 0);
+  {
+    testing::DescriptorExhaustion exhausted;
+    Reply r;
+    fgds_msg_iov_register msg = {};
+    msg.size = kIovSize;
+    ASSERT_TRUE(Call(FGDS_MSG_IOV_REGISTER, msg, {memfd}, &r));
+    EXPECT_EQ(r.type, FGDS_MSG_REPLY);
+    EXPECT_EQ(r.body.result, -EMFILE);
+  }
+  // The session goes on.
+  EXPECT_EQ(RegisterIov(memfd, kIovSize), 0);
+  close(memfd);
+}
+
+}  // namespace
+}  // namespace fgds::session

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -433,6 +434,30 @@ int OpenFdCount() {
   while (readdir(dir) != nullptr) ++count;
   closedir(dir);
   return count;
+}
+
+DescriptorExhaustion::DescriptorExhaustion() {
+  getrlimit(RLIMIT_NOFILE, &saved_);
+  rlimit low = saved_;
+  low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, OpenFdCount() + 64);
+  setrlimit(RLIMIT_NOFILE, &low);
+  for (;;) {
+    int fd = dup(0);
+    if (fd < 0) break;
+    fillers_.push_back(fd);
+  }
+}
+
+DescriptorExhaustion::~DescriptorExhaustion() {
+  Release(static_cast<int>(fillers_.size()));
+  setrlimit(RLIMIT_NOFILE, &saved_);
+}
+
+void DescriptorExhaustion::Release(int count) {
+  for (int i = 0; i < count && !fillers_.empty(); ++i) {
+    close(fillers_.back());
+    fillers_.pop_back();
+  }
 }
 
 }  // namespace fgds::session::testing
