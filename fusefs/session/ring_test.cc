@@ -823,32 +823,52 @@ TEST_F(RingTest, RingsShareThePoolsThreadsInsteadOfOneEach) {
 
 TEST_F(RingTest, AClientRacingReadsOnABlockingSubmitEventfdCannotWedgeStop) {
   // The issue: the client clears O_NONBLOCK on its submit eventfd (the
-  // file description is shared) and reads it too; when it wins the race,
-  // the worker's read blocked for good, and so did teardown.
-  Start(8, 1, 0);
-  ASSERT_TRUE(client_->WaitForNeedWakeup());
-  const int efd = client_->submit_efd();
-  ASSERT_EQ(fcntl(efd, F_SETFL, fcntl(efd, F_GETFL) & ~O_NONBLOCK), 0);
+  // file description is shared) and reads it too; when its read won the
+  // race after a kick (the worker polled, then read), the worker's read
+  // blocked for good, and so did teardown. The window is short: eight
+  // rings race, the thief reads a little after each kick, and the test
+  // stops as soon as some thread of ours sits in read(2) on an eventfd.
+  constexpr int kRings = 8;
+  std::vector<std::unique_ptr<ClientRing>> clients;
+  std::vector<std::shared_ptr<Ring>> rings;
+  std::vector<int> efds;
+  for (int i = 0; i < kRings; ++i) {
+    clients.push_back(std::make_unique<ClientRing>(8));
+    rings.push_back(StartAnother(*clients.back()));
+    ASSERT_NE(rings.back(), nullptr);
+    ASSERT_TRUE(clients.back()->WaitForNeedWakeup());
+    const int efd = clients.back()->submit_efd();
+    ASSERT_EQ(fcntl(efd, F_SETFL, fcntl(efd, F_GETFL) & ~O_NONBLOCK), 0);
+    efds.push_back(efd);
+  }
   std::atomic<bool> stop{false};
   std::thread thief([&] {
-    uint64_t count;
-    while (!stop.load()) (void)!read(efd, &count, sizeof(count));
+    unsigned delay_us = 0;
+    while (!stop.load()) {
+      // Non-blocking reads of its own (RWF_NOWAIT), at varying delays.
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+      delay_us = (delay_us + 7) % 60;
+      for (int efd : efds) ReadEventfdNoWait(efd);
+    }
   });
-  // Kicks the thief mostly wins: it sleeps in read, woken by each write,
-  // and the old worker's read after its poll then found nothing and
-  // blocked. (The thief's kicks are lost to its own ring: its business.)
-  for (int i = 0; i < 200; ++i) {
-    uint64_t one = 1;
-    ASSERT_EQ(write(efd, &one, sizeof(one)), 8);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  // (The thief's kicks are lost to its own rings: its business.)
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  bool wedged = false;
+  while (!wedged && std::chrono::steady_clock::now() < until) {
+    for (int efd : efds) {
+      uint64_t one = 1;
+      ASSERT_EQ(write(efd, &one, sizeof(one)), 8);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    wedged = testing::SomeThreadReadsAnEventfd(getpid());
   }
-  // The client goes quiet with its thief still reading: teardown must
-  // not wait for the client's next write.
-  EXPECT_TRUE(ReturnsWithin(std::chrono::seconds(5), [&] { ring_->Stop(); }));
   stop.store(true);
-  uint64_t one = 1;
-  (void)!write(efd, &one, sizeof(one));  // ends the thief's last read
   thief.join();
+  EXPECT_FALSE(wedged) << "a worker reads the client's eventfd";
+  // The client goes quiet: teardown must not wait for its next write.
+  EXPECT_TRUE(ReturnsWithin(std::chrono::seconds(5), [&] {
+    for (auto& ring : rings) ring->Stop();
+  }));
 }
 
 TEST_F(RingTest, AClientThatMakesItsCompletionEventfdBlockCannotWedgeTheWorker) {

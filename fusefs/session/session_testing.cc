@@ -6,10 +6,13 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -434,6 +437,30 @@ int OpenFdCount() {
   while (readdir(dir) != nullptr) ++count;
   closedir(dir);
   return count;
+}
+
+bool SomeThreadReadsAnEventfd(pid_t pid) {
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(task_dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || found) continue;
+    FILE* f = fopen((task_dir + "/" + e->d_name + "/syscall").c_str(), "re");
+    if (f == nullptr) continue;
+    long nr = -1;
+    unsigned long fd = 0;
+    if (fscanf(f, "%ld %lx", &nr, &fd) == 2 && nr == SYS_read) {
+      char target[64] = {};
+      const std::string link =
+          "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+      found = readlink(link.c_str(), target, sizeof(target) - 1) > 0 &&
+              strcmp(target, "anon_inode:[eventfd]") == 0;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return found;
 }
 
 DescriptorExhaustion::DescriptorExhaustion() {

@@ -262,6 +262,11 @@ int MakeMemfd(uint64_t size, int seals);
 // Descriptors this process has open (to check that nothing leaks).
 int OpenFdCount();
 
+// Whether a thread of process `pid` is inside read(2) on an eventfd (from
+// /proc/<pid>/task/*/syscall): the daemon's side of a race a hostile
+// client tries to win.
+bool SomeThreadReadsAnEventfd(pid_t pid);
+
 // Uses up every descriptor this process may open (lowering the soft
 // RLIMIT_NOFILE first, so that takes only a few), until destroyed: the
 // daemon's side of a test then runs out, as a daemon at its limit does.

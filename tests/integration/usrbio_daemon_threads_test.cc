@@ -2,10 +2,13 @@
 // not cost threads (a tasks limit such as systemd's TasksMax must not end
 // the daemon), and nothing a client does with its own eventfds may keep
 // the daemon from exiting at unmount.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +55,28 @@ bool ExitsWithin(pid_t pid, std::chrono::seconds limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;
+}
+
+// Whether a thread of process `pid` is inside read(2) on an eventfd.
+bool ThreadReadsAnEventfd(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  DIR* d = opendir((proc + "/task").c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || found) continue;
+    std::ifstream syscall(proc + "/task/" + e->d_name + "/syscall");
+    long nr = -1;
+    std::string fd_hex;
+    if (!(syscall >> nr >> fd_hex) || nr != SYS_read) continue;
+    const std::string link =
+        proc + "/fd/" + std::to_string(std::stoul(fd_hex, nullptr, 16));
+    char target[64] = {};
+    found = readlink(link.c_str(), target, sizeof(target) - 1) > 0 &&
+            strcmp(target, "anon_inode:[eventfd]") == 0;
+  }
+  closedir(d);
+  return found;
 }
 
 // A pids cgroup (v1 or v2) holding one process with a tasks limit, as
@@ -167,40 +192,75 @@ TEST_F(DaemonThreadsTest, ManyRingsUnderATasksLimitDoNotEndTheDaemon) {
 
 TEST_F(DaemonThreadsTest, ARaceOnABlockingSubmitEventfdCannotHoldUpUnmount) {
   // The issue: bob clears O_NONBLOCK on his submit eventfd (the daemon
-  // shares the file description) and reads it too; when his read won, the
-  // daemon's read blocked for good, and after `fgds umount` the daemon
-  // never exited.
+  // shares the file description) and reads it too; when his read won the
+  // race after a kick (the daemon polled, then read), the daemon's read
+  // blocked for good, and after `fgds umount` the daemon never exited. The
+  // window is short: bob races eight rings until the test sees a daemon
+  // thread inside read(2) on an eventfd (or for 5 s), then goes quiet.
   const std::string mnt = fs_->mountpoint();
-  int ready[2];
+  const pid_t daemon = fs_->daemon_pid();
+  int ready[2], quiet[2];
   ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe2(quiet, O_NONBLOCK), 0);
   pid_t bob = StartAsBob([&] {
     close(ready[0]);
+    close(quiet[1]);
     Session session(mnt);
     if (session.open_result != 0) return 2;
-    Ior ior(&session.s);
-    if (ior.result != 0) return 3;
-    const int efd = ior.ior.submit_efd;
-    fcntl(efd, F_SETFL, fcntl(efd, F_GETFL) & ~O_NONBLOCK);
-    std::thread thief([efd] {
-      uint64_t count;
-      for (;;) (void)!read(efd, &count, sizeof(count));
-    });
-    for (int i = 0; i < 500; ++i) {
-      uint64_t one = 1;
-      (void)!write(efd, &one, sizeof(one));
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::vector<std::unique_ptr<Ior>> rings;
+    std::vector<int> efds;
+    for (int i = 0; i < 8; ++i) {
+      rings.push_back(std::make_unique<Ior>(&session.s));
+      if (rings.back()->result != 0) return 3;
+      const int efd = rings.back()->ior.submit_efd;
+      fcntl(efd, F_SETFL, fcntl(efd, F_GETFL) & ~O_NONBLOCK);
+      efds.push_back(efd);
     }
     (void)!write(ready[1], "r", 1);
-    // Quiet from here, the thief still reading, until killed.
+    std::atomic<bool> stop{false};
+    std::thread thief([&] {
+      unsigned delay_us = 0;
+      while (!stop.load()) {
+        // Reads of its own that never block (RWF_NOWAIT), at varying
+        // delays after the kicks.
+        std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+        delay_us = (delay_us + 7) % 60;
+        for (int efd : efds) {
+          uint64_t count;
+          iovec iov = {&count, sizeof(count)};
+          (void)!preadv2(efd, &iov, 1, -1, RWF_NOWAIT);
+        }
+      }
+    });
+    char byte;
+    while (read(quiet[0], &byte, 1) != 1) {
+      for (int efd : efds) {
+        uint64_t one = 1;
+        (void)!write(efd, &one, sizeof(one));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+    stop.store(true);
+    thief.join();
+    // Quiet from here, until killed.
     for (;;) pause();
   });
   close(ready[1]);
+  close(quiet[0]);
   char byte;
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
   close(ready[0]);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  bool wedged = false;
+  while (!wedged && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wedged = ThreadReadsAnEventfd(daemon);
+  }
+  ASSERT_EQ(write(quiet[1], "q", 1), 1);
+  close(quiet[1]);
+  EXPECT_FALSE(wedged) << "a daemon thread reads a client's eventfd";
   // `fgds umount` is umount(2) for root; the daemon must then exit on
   // its own (MountedFs::Unmount would kill it after 5 s).
-  const pid_t daemon = fs_->daemon_pid();
   ASSERT_EQ(umount2(mnt.c_str(), 0), 0) << strerror(errno);
   EXPECT_TRUE(ExitsWithin(daemon, std::chrono::seconds(20)))
       << "the daemon did not exit after unmount";
