@@ -343,8 +343,8 @@ absl::Status ServeMount(const DaemonOptions& options,
                                            static_cast<off_t>(len));
         },
         /*may_hold_dirty_pages=*/!options.direct_io);
-    StartSessions(options, fs->backend.get(), invalidator.get(),
-                  &usrbio_stats, &sessions);
+    StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
+                  &sessions);
   }
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);

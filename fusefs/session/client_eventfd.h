@@ -12,8 +12,8 @@
 //   mode (EFD_SEMAPHORE) cannot matter.
 // - Completion eventfd: the daemon adds 1. eventfd's write has no per-call
 //   non-blocking flag on the kernels we support: pwritev2(RWF_NOWAIT) is
-//   refused (EOPNOTSUPP, eventfd has no write_iter in 6.1 through 6.18;
-//   seen on 6.18, see client_eventfd_test.cc). It blocks only while the
+//   refused (EOPNOTSUPP: eventfd has .write, not .write_iter; tried on
+//   6.18, a conversion was only proposed on the list). It blocks only while the
 //   counter is at 2^64-2, which only the client's own writes can reach, so
 //   each write runs under an EventfdWriteWatch: a watchdog thread that sees
 //   a write blocked longer than its bound reads the counter back to zero

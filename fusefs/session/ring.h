@@ -39,8 +39,8 @@
 #include "common/spin_lock.h"
 #include "fgds/usrbio_ring.h"
 #include "fgds/usrbio_wire.h"
-#include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/cache_invalidator.h"
+#include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/registry.h"
 #include "fusefs/session/ring_worker_pool.h"
@@ -134,7 +134,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const uint32_t io_depth_;
   const uint64_t timeout_ns_;
   const uint64_t requested_spin_ns_;  // the client's; capped at Start
-  uint64_t spin_ns_ = 0;               // set by Start, before any Serve
+  uint64_t spin_ns_ = 0;              // set by Start, before any Serve
   const std::shared_ptr<Registry> registry_;
   backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null

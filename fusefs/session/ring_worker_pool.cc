@@ -227,8 +227,9 @@ void RingWorkerPool::Worker::ServeRound() {
       // Serve fails its own entries with ENOMEM where it can; whatever
       // escaped leaves this ring asleep until its next kick, and every
       // other ring served.
-      LogWarning("usrbio ring: out of memory serving it; retrying on its "
-                 "next kick");
+      LogWarning(
+          "usrbio ring: out of memory serving it; retrying on its "
+          "next kick");
       turn = {Ring::Turn::kAsleep, 0};
     }
     switch (turn.state) {
@@ -375,7 +376,8 @@ void RingWorkerPool::WatchdogLoop() {
     }
     cv_.WaitWithTimeout(&mu_, tick);
     const uint64_t now = MonotonicNs();
-    for (auto& worker : workers_) worker->watch().RescueIfStalled(now, bound_ns);
+    for (auto& worker : workers_)
+      worker->watch().RescueIfStalled(now, bound_ns);
   }
 }
 

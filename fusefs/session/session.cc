@@ -132,8 +132,7 @@ Session::Step Session::ServeOne(bool wait) {
         "failing a request with EMFILE",
         pid_);
     fgds_msg_header header = {};
-    memcpy(&header, buf,
-           std::min(sizeof(header), static_cast<size_t>(n)));
+    memcpy(&header, buf, std::min(sizeof(header), static_cast<size_t>(n)));
     fgds_msg_reply error = {};
     error.result = -EMFILE;
     Reply(FGDS_MSG_REPLY, header.seq, error);

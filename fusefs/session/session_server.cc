@@ -212,8 +212,7 @@ void SessionServer::RefuseForWantOfDescriptors() {
 void SessionServer::Accepted(int sock) {
   fgds::MutexLock lock(&mu_);
   if (sessions_.size() >= options_.max_sessions) {
-    LogWarning("usrbio: %zu sessions open, refusing another",
-               sessions_.size());
+    LogWarning("usrbio: %zu sessions open, refusing another", sessions_.size());
     close(sock);
     return;
   }

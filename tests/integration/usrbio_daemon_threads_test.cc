@@ -86,8 +86,8 @@ class TasksLimit {
   // Empty path(): no writable pids controller here.
   TasksLimit(pid_t pid, int max_tasks) {
     for (const char* root : {"/sys/fs/cgroup/pids", "/sys/fs/cgroup"}) {
-      std::string dir = std::string(root) + "/fgds-tasks-test-" +
-                        std::to_string(getpid());
+      std::string dir =
+          std::string(root) + "/fgds-tasks-test-" + std::to_string(getpid());
       if (mkdir(dir.c_str(), 0755) != 0) continue;
       if (Write(dir + "/pids.max", std::to_string(max_tasks)) &&
           Write(dir + "/cgroup.procs", std::to_string(pid))) {
