@@ -162,12 +162,19 @@ void SessionServer::ServeLoop() {
     }
     if (n == 0) continue;
     if (event.data.u64 == kStopKey) return;
-    if (event.data.u64 == kListenKey) {
-      AcceptPending();
+    try {
+      if (event.data.u64 == kListenKey) {
+        AcceptPending();
+        Rearm(listen_fd_, kListenKey);
+      } else {
+        ServeSession(reinterpret_cast<Session*>(event.data.u64));
+      }
+    } catch (const std::bad_alloc&) {
+      // Whatever was being set up is dropped (a new session's socket is
+      // closed by ~Session); the daemon and the other sessions go on.
+      LogWarning("usrbio: out of memory serving a session socket");
       Rearm(listen_fd_, kListenKey);
-      continue;
     }
-    ServeSession(reinterpret_cast<Session*>(event.data.u64));
   }
 }
 
@@ -186,57 +193,61 @@ void SessionServer::AcceptPending() {
 }
 
 void SessionServer::RefuseForWantOfDescriptors() {
-  fgds::MutexLock lock(&mu_);
-  const uint64_t now = MonotonicNs();
-  if (now - last_fd_warning_ns_ > 10ull * 1000000000u) {
-    last_fd_warning_ns_ = now;
-    LogWarning(
-        "usrbio: out of file descriptors (%zu sessions open): refusing new "
-        "sessions until some close",
-        sessions_.size());
+  bool back_off = false;
+  {
+    fgds::MutexLock lock(&mu_);
+    const uint64_t now = MonotonicNs();
+    if (now - last_fd_warning_ns_ > 10ull * 1000000000u) {
+      last_fd_warning_ns_ = now;
+      LogWarning(
+          "usrbio: out of file descriptors (%zu sessions open): refusing new "
+          "sessions until some close",
+          sessions_.size());
+    }
+    if (spare_fd_ >= 0) {
+      close(spare_fd_);
+      int sock = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (sock >= 0) close(sock);
+      spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    back_off = spare_fd_ < 0;
   }
-  if (spare_fd_ >= 0) {
-    close(spare_fd_);
-    int sock = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (sock >= 0) close(sock);
-    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (spare_fd_ >= 0) return;
-  }
-  // No spare (another thread took the number): back off instead of
-  // spinning on a socket that stays readable.
-  mu_.Unlock();
-  usleep(10000);
-  mu_.Lock();
+  // No spare (another thread took the number): back off instead of spinning
+  // on a socket that stays readable.
+  if (back_off) usleep(10000);
 }
 
 void SessionServer::Accepted(int sock) {
-  fgds::MutexLock lock(&mu_);
-  if (sessions_.size() >= options_.max_sessions) {
-    LogWarning("usrbio: %zu sessions open, refusing another", sessions_.size());
-    close(sock);
-    return;
-  }
-  std::unique_ptr<Session> session(new (std::nothrow)
-                                       Session(sock, options_.context));
-  if (session == nullptr) {
-    LogWarning("usrbio: out of memory, refusing a session");
-    close(sock);
-    return;
-  }
-  epoll_event ev = {};
-  ev.events = EPOLLIN | EPOLLONESHOT;
-  ev.data.u64 = reinterpret_cast<uint64_t>(session.get());
-  Session* key = session.get();
-  // Entered in the table first: an event may reach another thread at once.
-  sessions_[key] = std::move(session);
-  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, sock, &ev) != 0) {
+  std::unique_ptr<Session> refused;
+  {
+    fgds::MutexLock lock(&mu_);
+    if (sessions_.size() >= options_.max_sessions) {
+      LogWarning("usrbio: %zu sessions open, refusing another",
+                 sessions_.size());
+      close(sock);
+      return;
+    }
+    std::unique_ptr<Session> session;
+    try {
+      session = std::make_unique<Session>(sock, options_.context);
+    } catch (const std::bad_alloc&) {
+      LogWarning("usrbio: out of memory, refusing a session");
+      close(sock);  // no Session took it
+      return;
+    }
+    Session* key = session.get();
+    // In the table before it is watched: its first event may reach another
+    // thread at once.
+    sessions_[key] = std::move(session);
+    epoll_event ev = {};
+    ev.events = EPOLLIN | EPOLLONESHOT;
+    ev.data.u64 = reinterpret_cast<uint64_t>(key);
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, sock, &ev) == 0) return;
     LogWarning("usrbio: cannot watch a session socket: %s", strerror(errno));
-    std::unique_ptr<Session> dropped = std::move(sessions_[key]);
+    refused = std::move(sessions_[key]);
     sessions_.erase(key);
-    mu_.Unlock();
-    dropped->End();
-    mu_.Lock();
   }
+  refused->End();
 }
 
 void SessionServer::ServeSession(Session* session) {
