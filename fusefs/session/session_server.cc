@@ -167,7 +167,7 @@ void SessionServer::ServeLoop() {
         AcceptPending();
         Rearm(listen_fd_, kListenKey);
       } else {
-        ServeSession(reinterpret_cast<Session*>(event.data.u64));
+        ServeSession(reinterpret_cast<Connection*>(event.data.u64));
       }
     } catch (const std::bad_alloc&) {
       // Whatever was being set up is dropped (a new session's socket is
@@ -218,7 +218,7 @@ void SessionServer::RefuseForWantOfDescriptors() {
 }
 
 void SessionServer::Accepted(int sock) {
-  std::unique_ptr<Session> refused;
+  std::unique_ptr<Connection> refused;
   {
     fgds::MutexLock lock(&mu_);
     if (sessions_.size() >= options_.max_sessions) {
@@ -227,15 +227,15 @@ void SessionServer::Accepted(int sock) {
       close(sock);
       return;
     }
-    std::unique_ptr<Session> session;
+    std::unique_ptr<Connection> session;
     try {
-      session = std::make_unique<Session>(sock, options_.context);
+      session = std::make_unique<Connection>(sock, options_.context);
     } catch (const std::bad_alloc&) {
       LogWarning("usrbio: out of memory, refusing a session");
       close(sock);  // no Session took it
       return;
     }
-    Session* key = session.get();
+    Connection* key = session.get();
     // In the table before it is watched: its first event may reach another
     // thread at once.
     sessions_[key] = std::move(session);
@@ -247,25 +247,29 @@ void SessionServer::Accepted(int sock) {
     refused = std::move(sessions_[key]);
     sessions_.erase(key);
   }
-  refused->End();
+  refused->session.End();
 }
 
-void SessionServer::ServeSession(Session* session) {
-  // One-shot: no other thread serves this session until Rearm.
-  if (session->ServeOne(/*wait=*/false) == Session::Step::kOpen) {
-    Rearm(session->socket(), reinterpret_cast<uint64_t>(session));
-    return;
-  }
-  std::unique_ptr<Session> ended;
+void SessionServer::ServeSession(Connection* connection) {
   {
-    fgds::MutexLock lock(&mu_);
-    auto it = sessions_.find(session);
-    if (it == sessions_.end()) return;  // Stop took it
+    fgds::MutexLock turn(&connection->turn_mu);
+    // One-shot: no other thread serves this session until Rearm.
+    if (connection->session.ServeOne(/*wait=*/false) == Session::Step::kOpen) {
+      Rearm(connection->session.socket(),
+            reinterpret_cast<uint64_t>(connection));
+      return;
+    }
+    // Ended: removed from the epoll set by the close in End, and never
+    // re-armed, so no other thread can take a turn of it any more.
+    connection->session.End();
+  }
+  std::unique_ptr<Connection> ended;
+  fgds::MutexLock lock(&mu_);
+  auto it = sessions_.find(connection);
+  if (it != sessions_.end()) {
     ended = std::move(it->second);
     sessions_.erase(it);
   }
-  // Removed from the set by the close in End.
-  ended->End();
 }
 
 void SessionServer::Rearm(int fd, uint64_t key) {
@@ -283,12 +287,15 @@ void SessionServer::Stop() {
   SignalOwnEventfd(stop_efd_);
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
-  absl::flat_hash_map<Session*, std::unique_ptr<Session>> sessions;
+  absl::flat_hash_map<Connection*, std::unique_ptr<Connection>> sessions;
   {
     fgds::MutexLock lock(&mu_);
     sessions.swap(sessions_);
   }
-  for (auto& [key, session] : sessions) session->End();
+  for (auto& [key, connection] : sessions) {
+    fgds::MutexLock turn(&connection->turn_mu);
+    connection->session.End();
+  }
   sessions.clear();
   // Every ring is detached by now (Session::End).
   ring_pool_.reset();
