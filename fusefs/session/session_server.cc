@@ -51,6 +51,24 @@ void RemoveStaleSockets(const std::string& dir) {
   closedir(d);
 }
 
+// Tells a connection the server will not serve why (FGDS_MSG_ERROR with
+// -err, which the client reads as the answer to its HELLO: a clear errno
+// instead of a bare close), then closes it.
+void Refuse(int sock, int err) {
+  unsigned char msg[sizeof(fgds_msg_header) + sizeof(fgds_msg_reply)] = {};
+  fgds_msg_header header = {};
+  header.magic = FGDS_WIRE_MAGIC;
+  header.version = FGDS_WIRE_VERSION;
+  header.type = FGDS_MSG_ERROR;
+  header.length = sizeof(msg);
+  fgds_msg_reply reply = {};
+  reply.result = -err;
+  memcpy(msg, &header, sizeof(header));
+  memcpy(msg + sizeof(header), &reply, sizeof(reply));
+  (void)!send(sock, msg, sizeof(msg), MSG_NOSIGNAL | MSG_DONTWAIT);
+  close(sock);
+}
+
 // epoll keys besides sessions' addresses (never this small).
 constexpr uint64_t kStopKey = 0;
 constexpr uint64_t kListenKey = 1;
@@ -207,7 +225,7 @@ void SessionServer::RefuseForWantOfDescriptors() {
     if (spare_fd_ >= 0) {
       close(spare_fd_);
       int sock = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (sock >= 0) close(sock);
+      if (sock >= 0) Refuse(sock, EMFILE);
       spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
     back_off = spare_fd_ < 0;
@@ -222,9 +240,11 @@ void SessionServer::Accepted(int sock) {
   {
     fgds::MutexLock lock(&mu_);
     if (sessions_.size() >= options_.max_sessions) {
-      LogWarning("usrbio: %zu sessions open, refusing another",
-                 sessions_.size());
-      close(sock);
+      LogWarning(
+          "usrbio: %zu sessions open (the most this daemon serves), "
+          "refusing another with EAGAIN",
+          sessions_.size());
+      Refuse(sock, EAGAIN);
       return;
     }
     std::unique_ptr<Connection> session;

@@ -16,8 +16,9 @@
 //
 // Out of descriptors, accept4 fails while the connection stays queued (so
 // the socket stays readable): the server closes a spare descriptor it keeps
-// for this, accepts and closes the connection (the client sees the end at
-// once), and takes the spare back.
+// for this, accepts the connection, answers it FGDS_MSG_ERROR with -EMFILE
+// and closes it, and takes the spare back. A connection beyond
+// max_sessions is answered -EAGAIN the same way.
 //
 // Example (fusefs/daemon.cc):
 //   SessionServer::Options o;

@@ -23,6 +23,9 @@ namespace fgds::session {
 namespace {
 
 using testing::FakeBackend;
+using testing::WaitUntil;
+
+constexpr size_t kMaxSessions = 60;
 
 double ProcessCpuSeconds() {
   rusage usage;
@@ -41,6 +44,7 @@ class SessionServerTest : public ::testing::Test {
     SessionServer::Options options;
     options.socket_dir = dir_;
     options.context.backend = &backend_;
+    options.max_sessions = kMaxSessions;
     auto server = SessionServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -83,12 +87,21 @@ class SessionServerTest : public ::testing::Test {
     memcpy(&body, reply + sizeof(fgds_msg_header), sizeof(body));
     return body.result == 0;
   }
-  // Whether the server closed `sock`'s session (end of stream).
-  static bool Closed(int sock) {
+  // Whether the server refused `sock` with FGDS_MSG_ERROR and -err, then
+  // closed it.
+  static bool RefusedWith(int sock, int err) {
     timeval tv = {10, 0};
     setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    unsigned char msg[FGDS_WIRE_MAX_MESSAGE];
+    const ssize_t n = recv(sock, msg, sizeof(msg), 0);
+    if (n != sizeof(fgds_msg_header) + sizeof(fgds_msg_reply)) return false;
+    fgds_msg_header h;
+    fgds_msg_reply body;
+    memcpy(&h, msg, sizeof(h));
+    memcpy(&body, msg + sizeof(h), sizeof(body));
     char byte;
-    return recv(sock, &byte, 1, 0) == 0;
+    return h.type == FGDS_MSG_ERROR && body.result == -err &&
+           recv(sock, &byte, 1, 0) == 0;
   }
 
   FakeBackend backend_;  // destroyed last
@@ -132,8 +145,8 @@ TEST_F(SessionServerTest, OutOfDescriptorsTheAcceptLoopDoesNotSpin) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const double cpu = ProcessCpuSeconds() - cpu_before;
     EXPECT_LT(cpu, 0.15) << cpu << " CPU-s in 1 s";
-    // Refused, not left hanging: each client sees the end at once.
-    for (int sock : clients) EXPECT_TRUE(Closed(sock));
+    // Refused, not left hanging, and told why.
+    for (int sock : clients) EXPECT_TRUE(RefusedWith(sock, EMFILE));
   }
   // With descriptors back, sessions open again.
   int sock = NewSocket();
@@ -141,6 +154,33 @@ TEST_F(SessionServerTest, OutOfDescriptorsTheAcceptLoopDoesNotSpin) {
   EXPECT_TRUE(Hello(sock));
   close(sock);
   for (int c : clients) close(c);
+}
+
+TEST_F(SessionServerTest, BeyondTheSessionLimitAClientIsToldWhy) {
+  // The issue: at the limit the server closed the connection without a
+  // word, and the client reported "is this an fgds mount?".
+  std::vector<int> clients;
+  for (size_t i = 0; i < kMaxSessions; ++i) {
+    int sock = NewSocket();
+    ASSERT_TRUE(ConnectSocket(sock));
+    ASSERT_TRUE(Hello(sock));
+    clients.push_back(sock);
+  }
+  int extra = NewSocket();
+  ASSERT_TRUE(ConnectSocket(extra));
+  EXPECT_TRUE(RefusedWith(extra, EAGAIN));
+  close(extra);
+  // A closed session frees its slot.
+  close(clients.back());
+  clients.pop_back();
+  EXPECT_TRUE(WaitUntil([&] {
+    int sock = NewSocket();
+    const bool served = ConnectSocket(sock) && Hello(sock);
+    if (served) clients.push_back(sock);
+    if (!served) close(sock);
+    return served;
+  }));
+  for (int sock : clients) close(sock);
 }
 
 }  // namespace
