@@ -207,20 +207,22 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // `mountpoint`; without it the mount still serves POSIX, and clients get
 // ENOTSUP from fgds_session_open.
 static void StartSessions(const DaemonOptions& options,
-                          const std::string& mountpoint,
-                          const std::string& data_dir,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
                           session::IoStats* io_stats,
                           std::unique_ptr<session::SessionServer>* out) {
-  auto mounted = FindMount(mountpoint);
+  auto mounted = FindMount(options.mountpoint);
   if (!mounted) return;
   session::SessionServer::Options session_options;
+  session_options.rings.workers =
+      static_cast<unsigned>(options.usrbio_ring_workers);
+  session_options.rings.max_spin_us =
+      static_cast<uint32_t>(options.usrbio_max_spin_us);
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
-  session_options.context.storage_dir = data_dir;
+  session_options.context.storage_dir = options.data_dir;
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =
@@ -347,8 +349,7 @@ absl::Status ServeMount(const DaemonOptions& options,
                                            static_cast<off_t>(len));
         },
         /*may_hold_dirty_pages=*/!options.direct_io);
-    StartSessions(options, options.mountpoint, options.data_dir,
-                  fs->backend.get(), invalidator.get(), &usrbio_stats,
+    StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
                   &sessions);
   }
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,

@@ -30,6 +30,10 @@ const char* MountUsage() {
          "for work before sleeping (default 20 with 8 or more CPUs, else "
          "0)\n"
          "  --threads N           most FUSE worker threads (default 16)\n"
+         "  --usrbio-ring-workers N  threads serving every usrbio ring "
+         "(default: one per CPU, at most 8)\n"
+         "  --usrbio-max-spin-us N   most microseconds a ring worker polls "
+         "a ring after serving it, whatever the client asks (default 50)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n"
          "usrbio limits (docs/limits.md); 0 or absent: sized from the "
          "machine; SIZE takes K, M, G, T:\n"
@@ -139,7 +143,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
           seconds;
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
                arg == "--io-workers" || arg == "--io-spin-us" ||
-               arg == "--threads") {
+               arg == "--threads" || arg == "--usrbio-ring-workers" ||
+               arg == "--usrbio-max-spin-us") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -156,6 +161,12 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else if (arg == "--io-spin-us") {
         if (n > 1000000) return BadValue(arg, v);
         options.io_spin_us = n;
+      } else if (arg == "--usrbio-ring-workers") {
+        if (n > 1024) return BadValue(arg, v);
+        options.usrbio_ring_workers = n;
+      } else if (arg == "--usrbio-max-spin-us") {
+        if (n > 1000000) return BadValue(arg, v);
+        options.usrbio_max_spin_us = n;
       } else {
         if (n < 1) return BadValue(arg, v);
         options.max_threads = n;

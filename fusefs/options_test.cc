@@ -56,6 +56,10 @@ TEST(OptionsTest, AllFlags) {
                         "7",
                         "--threads",
                         "4",
+                        "--usrbio-ring-workers",
+                        "3",
+                        "--usrbio-max-spin-us",
+                        "0",
                         "-o",
                         "debug",
                         "/m"});
@@ -72,6 +76,8 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->io_workers, 0);
   EXPECT_EQ(options->io_spin_us, 7);
   EXPECT_EQ(options->max_threads, 4);
+  EXPECT_EQ(options->usrbio_ring_workers, 3);
+  EXPECT_EQ(options->usrbio_max_spin_us, 0);
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
 
@@ -127,6 +133,7 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--user-bytes", "5X", "/m"}, "'5X'"},
       {{"--daemon-bytes", "99999999T", "/m"}, "--daemon-bytes"},
       {{"/m", "--user-rings"}, "--user-rings needs a value"},
+      {{"--usrbio-max-spin-us", "1000001", "/m"}, "--usrbio-max-spin-us"},
   };
   for (const BadCase& c : kCases) {
     auto options = Parse(c.args);

@@ -1,42 +1,23 @@
 #include "fusefs/session/ring.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <new>
 #include <utility>
 #include <vector>
 
+#include "common/log.h"
 #include "fgds/usrbio.h"
 #include "fusefs/session/sqe_check.h"
 
 namespace fgds::session {
 namespace {
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
-
-void Signal(int efd) {
-  uint64_t one = 1;
-  // EAGAIN means the counter is already nonzero: the reader wakes anyway.
-  (void)!write(efd, &one, sizeof(one));
-}
-
-void Drain(int efd) {
-  uint64_t count;
-  (void)!read(efd, &count, sizeof(count));
-}
 
 // Which row of IoStats a checked entry's completion counts in, but for the
 // file side, which only the backend's choice tells (FileSideOf). REQUIRES:
@@ -187,14 +168,13 @@ int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
                  CacheInvalidator* invalidator, IoStats* stats,
                  std::shared_ptr<Ring>* out) {
   int wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  int exited_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   auto fail = [&](int err) {
-    for (int fd : {submit_efd, complete_efd, wake_efd, exited_efd}) {
+    for (int fd : {submit_efd, complete_efd, wake_efd}) {
       if (fd >= 0) close(fd);
     }
     return err;
   };
-  if (wake_efd < 0 || exited_efd < 0) return fail(-errno);
+  if (wake_efd < 0) return fail(-errno);
   fgds_ring_layout layout;
   if (fgds_ring_get_layout(params.entries, &layout) != 0) {
     return fail(-EINVAL);
@@ -212,22 +192,24 @@ int Ring::Create(std::shared_ptr<SharedMemory> memory, int submit_efd,
       h.total_size != layout.total_size || h.reserved0 != 0) {
     return fail(-EINVAL);
   }
-  // Honest clients never block on these; a client that clears O_NONBLOCK
-  // later only stalls its own worker (see ring.h).
+  // Honest clients never block on these. Nothing relies on it: a client
+  // can clear O_NONBLOCK again at any time (client_eventfd.h).
   for (int fd : {submit_efd, complete_efd}) {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
       return fail(-EINVAL);
     }
   }
-  out->reset(new Ring(std::move(memory), layout, submit_efd, complete_efd,
-                      wake_efd, exited_efd, params, std::move(registry),
-                      backend, invalidator, stats));
+  Ring* ring = new (std::nothrow)
+      Ring(std::move(memory), layout, submit_efd, complete_efd, wake_efd,
+           params, std::move(registry), backend, invalidator, stats);
+  if (ring == nullptr) return fail(-ENOMEM);
+  out->reset(ring);
   return 0;
 }
 
 Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
-           int submit_efd, int complete_efd, int wake_efd, int exited_efd,
+           int submit_efd, int complete_efd, int wake_efd,
            const fgds_msg_ior_register& params,
            std::shared_ptr<Registry> registry, backend::Backend* backend,
            CacheInvalidator* invalidator, IoStats* stats)
@@ -241,12 +223,10 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       submit_efd_(submit_efd),
       complete_efd_(complete_efd),
       wake_efd_(wake_efd),
-      exited_efd_(exited_efd),
       flags_(params.flags),
       io_depth_(std::min(params.io_depth, layout.sq_entries)),
       timeout_ns_(uint64_t{params.timeout_us} * 1000),
-      spin_ns_(uint64_t{std::min(params.spin_us, 1000000u)} * 1000),
-      priority_(params.priority),
+      requested_spin_ns_(uint64_t{params.spin_us} * 1000),
       registry_(std::move(registry)),
       backend_(backend),
       invalidator_(invalidator),
@@ -258,28 +238,20 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
 }
 
 Ring::~Ring() {
-  for (int fd : {submit_efd_, complete_efd_, wake_efd_, exited_efd_}) {
-    close(fd);
-  }
+  for (int fd : {submit_efd_, complete_efd_, wake_efd_}) close(fd);
 }
 
-void Ring::Start() { worker_ = std::thread(&Ring::WorkerLoop, this); }
+int Ring::Start(RingWorkerPool* pool) {
+  spin_ns_ = std::min(requested_spin_ns_, pool->max_spin_ns());
+  int ret = pool->Attach(shared_from_this());
+  if (ret == 0) pool_ = pool;
+  return ret;
+}
 
 void Ring::Stop() {
-  if (!worker_.joinable()) return;
-  stop_.store(true, std::memory_order_seq_cst);
-  Signal(wake_efd_);
-  // The worker may be stuck writing the client's completion eventfd (a
-  // client that made it blocking and filled it): reading it unblocks the
-  // write. Our own exited_efd_ says when the worker is out.
-  for (;;) {
-    pollfd fds[2] = {{exited_efd_, POLLIN, 0}, {complete_efd_, POLLIN, 0}};
-    int ret = poll(fds, 2, -1);
-    if (ret < 0 && errno == EINTR) continue;
-    if (ret < 0 || (fds[0].revents & POLLIN)) break;
-    if (fds[1].revents & POLLIN) Drain(complete_efd_);
-  }
-  worker_.join();
+  if (pool_ == nullptr) return;
+  pool_->Detach(this);
+  pool_ = nullptr;
 }
 
 void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
@@ -299,7 +271,7 @@ void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
   // it sees the pending notification or we see it asleep and wake it.
   if (!notify_pending_.exchange(true, std::memory_order_seq_cst) &&
       sleeping_.load(std::memory_order_seq_cst)) {
-    Signal(wake_efd_);
+    SignalOwnEventfd(wake_efd_);
   }
 }
 
@@ -307,7 +279,7 @@ void Ring::Retire(uint32_t count) {
   inflight_.fetch_sub(count, std::memory_order_seq_cst);
   // A worker that stopped for want of CQ room waits for this (Dekker with
   // WorkerLoop: it sets starved_, then re-checks Room()).
-  if (starved_.load(std::memory_order_seq_cst)) Signal(wake_efd_);
+  if (starved_.load(std::memory_order_seq_cst)) SignalOwnEventfd(wake_efd_);
 }
 
 uint32_t Ring::Room() const {
@@ -326,64 +298,67 @@ uint32_t Ring::Room() const {
   return used >= cq_entries_ ? 0 : cq_entries_ - static_cast<uint32_t>(used);
 }
 
-void Ring::DeliverNotify() {
+void Ring::DeliverNotify(EventfdWriteWatch* watch) {
   if (!notify_pending_.exchange(false, std::memory_order_seq_cst)) return;
+  if (notify_broken_) return;
   // Pairs with the client's (set CQ_WAITING; fence; read cq_tail) in
   // fgds_ior_wait: either it sees the completions or we see its flag.
   fgds_full_fence();
   const uint32_t flags = fgds_load_relaxed(&header_->cq_head.flags);
-  if (flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) {
-    Signal(complete_efd_);
+  if ((flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) &&
+      !watch->Signal(complete_efd_)) {
+    notify_broken_ = true;
+    LogWarning(
+        "usrbio ring: the client made its completion eventfd block; it is "
+        "not signalled any more");
   }
 }
 
-void Ring::Sleep(uint64_t deadline_ns, uint32_t seen_tail) {
-  auto woken = [&] {
-    return fgds_load_acquire(&header_->sq_tail.value) != seen_tail ||
-           notify_pending_.load(std::memory_order_seq_cst) ||
-           stop_.load(std::memory_order_relaxed) ||
-           // Waiting for CQ room: the client reaping makes it, and kicks
-           // only if it sees NEED_WAKEUP (its store cq_head; fence; read
-           // the flag in fgds_ior_peek). Re-checking the room here, also
-           // after our flag and fence, is our half of that handshake;
-           // without it a reap just before the flag went up was lost and
-           // the ring slept with entries waiting and room for them.
-           (starved_.load(std::memory_order_relaxed) && Room() > 0);
-  };
-  if (spin_ns_ > 0) {
-    const uint64_t spin_end = NowNs() + spin_ns_;
-    while (NowNs() < spin_end) {
-      if (woken()) return;
-      if (deadline_ns != 0 && NowNs() >= deadline_ns) return;
-    }
-  }
+bool Ring::Woken(uint32_t seen_tail) const {
+  return fgds_load_acquire(&header_->sq_tail.value) != seen_tail ||
+         notify_pending_.load(std::memory_order_seq_cst) ||
+         // Waiting for CQ room: the client reaping makes it, and kicks
+         // only if it sees NEED_WAKEUP (its store cq_head; fence; read the
+         // flag in fgds_ior_peek). Re-checking the room here, also after
+         // our flag and fence, is our half of that handshake; without it a
+         // reap just before the flag went up was lost and the ring slept
+         // with entries waiting and room for them.
+         (starved_.load(std::memory_order_relaxed) && Room() > 0);
+}
+
+bool Ring::TrySleep(uint32_t seen_tail) {
   sleeping_.store(true, std::memory_order_seq_cst);
   fgds_store_relaxed(&header_->sq_head.flags, FGDS_RING_SQ_NEED_WAKEUP);
   // Pairs with the client's (publish sq_tail; fence; read NEED_WAKEUP) in
   // fgds_ior_submit: either it sees our flag and kicks, or we see its tail.
   fgds_full_fence();
-  if (!woken()) {
-    pollfd fds[2] = {{submit_efd_, POLLIN, 0}, {wake_efd_, POLLIN, 0}};
-    timespec ts;
-    timespec* timeout = nullptr;
-    if (deadline_ns != 0) {
-      const uint64_t now = NowNs();
-      const uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
-      ts = {static_cast<time_t>(left / 1000000000u),
-            static_cast<long>(left % 1000000000u)};
-      timeout = &ts;
-    }
-    if (ppoll(fds, 2, timeout, nullptr) > 0) {
-      if (fds[0].revents & POLLIN) Drain(submit_efd_);
-      if (fds[1].revents & POLLIN) Drain(wake_efd_);
-    }
-  }
+  if (!Woken(seen_tail)) return true;
   fgds_store_relaxed(&header_->sq_head.flags, 0);
   sleeping_.store(false, std::memory_order_relaxed);
+  return false;
+}
+
+void Ring::FailAll(uint32_t count, int err) {
+  for (uint32_t i = 0; i < count; ++i) {
+    if (stats_ != nullptr) stats_->RecordRejected();
+    Post(sqe_copies_[i].userdata, sqe_copies_[i].tag, err, FGDS_PATH_NONE);
+  }
 }
 
 void Ring::Dispatch(uint32_t count) {
-  if (sqe_copies_.size() < count) sqe_copies_.resize(count);
+  // Sized for a whole ring at the first batch, so that only the batch
+  // below allocates per call; a failure fails this batch's entries alone.
+  if (sqe_copies_.size() < sq_entries_) {
+    try {
+      sqe_copies_.resize(sq_entries_);
+      requests_.reserve(sq_entries_);
+      failed_.reserve(sq_entries_);
+    } catch (const std::bad_alloc&) {
+      // Not a single entry can be copied: leave them in the SQ and retry
+      // on the next round (Serve says kAgain).
+      return;
+    }
+  }
   for (uint32_t i = 0; i < count; ++i) {
     // The one read of each slot: validation and I/O use only this copy.
     memcpy(&sqe_copies_[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
@@ -393,7 +368,13 @@ void Ring::Dispatch(uint32_t count) {
   // Release: the copies above are done before the client may refill.
   fgds_store_release(&header_->sq_head.value, sq_head_);
 
-  auto* batch = new RingBatch(shared_from_this(), count);
+  RingBatch* batch = nullptr;
+  try {
+    batch = new RingBatch(shared_from_this(), count);
+  } catch (const std::bad_alloc&) {
+    FailAll(count, -ENOMEM);
+    return;
+  }
   requests_.clear();
   failed_.clear();
   {
@@ -435,21 +416,26 @@ void Ring::Dispatch(uint32_t count) {
   backend_->SubmitIo(requests_);
 }
 
-void Ring::WorkerLoop() {
-  if (priority_ < 0) setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
-  uint64_t batch_start_ns = 0;
-  while (!stop_.load(std::memory_order_relaxed)) {
-    DeliverNotify();
+Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
+  if (sleeping_.load(std::memory_order_relaxed)) {
+    // Awake: submits need not kick until we sleep again.
+    fgds_store_relaxed(&header_->sq_head.flags, 0);
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+  starved_.store(false, std::memory_order_relaxed);
+  for (;;) {
+    DeliverNotify(watch);
     const uint32_t tail = fgds_load_acquire(&header_->sq_tail.value);
     // A tail more than a ring ahead is a broken client: take one ring's
     // worth; the rest is garbage it wrote itself.
     const uint32_t avail = std::min(tail - sq_head_, sq_entries_);
     if (avail > 0 && avail < io_depth_) {
-      const uint64_t now = NowNs();
-      if (batch_start_ns == 0) batch_start_ns = now;
+      if (batch_start_ns_ == 0) batch_start_ns_ = now_ns;
       // The deadline: a partial batch waits at most timeout_ns_.
-      if (now < batch_start_ns + timeout_ns_) {
-        Sleep(batch_start_ns + timeout_ns_, tail);
+      const uint64_t deadline = batch_start_ns_ + timeout_ns_;
+      if (now_ns < deadline) {
+        if (TrySleep(tail)) return {Turn::kUntil, deadline};
+        now_ns = MonotonicNs();
         continue;
       }
     }
@@ -460,18 +446,28 @@ void Ring::WorkerLoop() {
       starved_.store(true, std::memory_order_seq_cst);
       fgds_full_fence();
       take = std::min(avail, Room());
-      if (take == 0) Sleep(0, tail);
+      if (take == 0) {
+        if (TrySleep(tail)) return {Turn::kAsleep, 0};
+        starved_.store(false, std::memory_order_relaxed);
+        continue;
+      }
       starved_.store(false, std::memory_order_relaxed);
-      continue;
     }
     if (take == 0) {
-      Sleep(0, tail);
+      // Spin only after a batch, never after a kick that brought nothing:
+      // a client that sleeps or only kicks costs no polling.
+      if (spin_ns_ > 0 && now_ns < last_dispatch_ns_ + spin_ns_) {
+        return {Turn::kAgain, 0};
+      }
+      if (TrySleep(tail)) return {Turn::kAsleep, 0};
       continue;
     }
-    batch_start_ns = 0;
+    batch_start_ns_ = 0;
+    last_dispatch_ns_ = now_ns;
     Dispatch(take);
+    // One batch per turn: the worker's other rings get theirs.
+    return {Turn::kAgain, 0};
   }
-  Signal(exited_efd_);
 }
 
 }  // namespace fgds::session

@@ -1,35 +1,36 @@
 // File: fusefs/session/ring.h
 //
-// Ring: the daemon's side of one ior. A worker thread consumes the
-// submission queue, validates each entry (sqe_check.h), hands the valid ones
-// to the backend as one batch (Backend::SubmitIo) and posts a completion per
-// entry, with the path the backend took.
+// Ring: the daemon's side of one ior. A worker of the RingWorkerPool
+// (ring_worker_pool.h) serves it: consumes the submission queue, validates
+// each entry (sqe_check.h), hands the valid ones to the backend as one
+// batch (Backend::SubmitIo) and posts a completion per entry, with the path
+// the backend took. The ring owns no thread.
 //
 // Batching: the worker starts I/O once io_depth entries wait, or once the
 // oldest has waited timeout_us; it never waits for more entries without a
 // deadline. It takes no more entries than the completion queue has room for,
 // counting I/O in flight, so completions never overwrite unreaped ones.
 //
-// Wakeups: the worker sleeps on the submit eventfd with NEED_WAKEUP set (an
-// optional spin first); completions are posted on engine threads, which
-// only touch daemon-private state and memory; the client's completion
-// eventfd is written by the worker alone. A client can make its eventfds
-// block (they are its objects), and then only its own worker waits, never
-// an engine thread that serves everyone.
+// Wakeups: an idle ring sets NEED_WAKEUP and its worker sleeps on the
+// client's submit eventfd (watched, never read) and the ring's own wake
+// eventfd; completions are posted on engine threads, which only touch
+// daemon-private state and memory; the client's completion eventfd is
+// written by the worker alone, under a watch that undoes a write the client
+// made block (client_eventfd.h). Spinning after a batch is bounded by the
+// daemon (RingWorkerPoolOptions::max_spin_us), whatever the client asks.
 //
 // Lifetime: each batch of I/O in flight holds a shared_ptr to the Ring (and
 // to the iovs and files it uses), so Stop() returns at once and the mapping
 // and descriptors go away when the last completion is posted.
 //
-// Thread safety: Start/Stop from the owning session thread; the rest is
-// internal.
+// Thread safety: Start/Stop from the owning session's thread; Serve on the
+// worker alone; Post and Retire from any thread.
 #ifndef FGDS_FUSEFS_SESSION_RING_H_
 #define FGDS_FUSEFS_SESSION_RING_H_
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -39,8 +40,10 @@
 #include "fgds/usrbio_ring.h"
 #include "fgds/usrbio_wire.h"
 #include "fusefs/session/cache_invalidator.h"
+#include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/registry.h"
+#include "fusefs/session/ring_worker_pool.h"
 
 namespace fgds::session {
 
@@ -59,9 +62,29 @@ class Ring : public std::enable_shared_from_this<Ring> {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  void Start();
-  // Stops the worker and joins it. I/O in flight completes later.
+  // Hands the ring to a worker of `pool`, which serves it until Stop.
+  // Returns 0, or -errno (the ring is then not served; destroy it).
+  int Start(RingWorkerPool* pool);
+  // Returns once no worker serves the ring. I/O in flight completes later.
   void Stop();
+
+  // What one turn of the worker (Serve) leaves the ring wanting.
+  struct Turn {
+    enum State {
+      kAgain,   // more to do (or spinning): serve again next round
+      kAsleep,  // NEED_WAKEUP is up: serve on a kick or a wake
+      kUntil,   // as kAsleep, and at the latest at deadline_ns
+    } state = kAsleep;
+    uint64_t deadline_ns = 0;
+  };
+  // The worker's turn: delivers pending notifications and dispatches at
+  // most one batch; never blocks but on a client's completion eventfd,
+  // under `watch`. `now_ns` is MonotonicNs() of the worker's round.
+  Turn Serve(EventfdWriteWatch* watch, uint64_t now_ns);
+  // What the worker watches: the client's submit eventfd (edge-triggered,
+  // never read) and our own wake eventfd.
+  int submit_efd() const { return submit_efd_; }
+  int wake_efd() const { return wake_efd_; }
 
   // Posts one completion; called on engine threads and by the worker.
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
@@ -76,22 +99,27 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
  private:
   Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
-       int submit_efd, int complete_efd, int wake_efd, int exited_efd,
+       int submit_efd, int complete_efd, int wake_efd,
        const fgds_msg_ior_register& params, std::shared_ptr<Registry> registry,
        backend::Backend* backend, CacheInvalidator* invalidator,
        IoStats* stats);
 
-  void WorkerLoop();
   // CQ slots neither unreaped nor promised to I/O in flight.
   uint32_t Room() const;
   // Takes `count` entries: copy, validate, submit.
   void Dispatch(uint32_t count);
   // Writes the client's completion eventfd if completions were posted since
   // the last call and a client thread waits (or polls the fd).
-  void DeliverNotify();
-  // Sleeps until a submit, a completion to deliver, Stop, or `deadline_ns`
-  // (0: none). `seen_tail` is the sq_tail the caller acted on.
-  void Sleep(uint64_t deadline_ns, uint32_t seen_tail);
+  void DeliverNotify(EventfdWriteWatch* watch);
+  // Raises NEED_WAKEUP, then re-checks for work (our half of the
+  // handshakes in usrbio_ring.h). True: asleep, the flag stays up until the
+  // next Serve; false: work came, the flag is down again. `seen_tail` is
+  // the sq_tail the caller acted on.
+  bool TrySleep(uint32_t seen_tail);
+  // Whether anything arrived that Serve must act on.
+  bool Woken(uint32_t seen_tail) const;
+  // Completes `count` entries taken from the SQ with `err`.
+  void FailAll(uint32_t count, int err);
 
   const std::shared_ptr<SharedMemory> memory_;
   fgds_ring_header* const header_;
@@ -99,21 +127,26 @@ class Ring : public std::enable_shared_from_this<Ring> {
   fgds_cqe* const cqes_;
   const uint32_t sq_entries_;
   const uint32_t cq_entries_;
-  const int submit_efd_;    // client's; we read it
+  const int submit_efd_;    // client's; watched, never read
   const int complete_efd_;  // client's; only the worker writes it
   const int wake_efd_;      // ours: engine threads wake the worker
-  const int exited_efd_;    // ours: the worker says it has left its loop
   const uint32_t flags_;
   const uint32_t io_depth_;
   const uint64_t timeout_ns_;
-  const uint64_t spin_ns_;
-  const int32_t priority_;
+  const uint64_t requested_spin_ns_;  // the client's; capped at Start
+  uint64_t spin_ns_ = 0;              // set by Start, before any Serve
   const std::shared_ptr<Registry> registry_;
   backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null
   IoStats* const stats_;                 // may be null
 
-  uint32_t sq_head_ = 0;  // worker only
+  RingWorkerPool* pool_ = nullptr;  // while started
+  uint32_t sq_head_ = 0;            // worker only
+  uint64_t batch_start_ns_ = 0;     // worker only: oldest waiting entry
+  uint64_t last_dispatch_ns_ = 0;   // worker only: spinning ends after
+  // Worker only: the client made a write of its completion eventfd block;
+  // it is never written again.
+  bool notify_broken_ = false;
   // Dispatch's scratch space, kept between calls (worker only).
   struct Failed {
     uint64_t userdata;
@@ -130,8 +163,6 @@ class Ring : public std::enable_shared_from_this<Ring> {
   std::atomic<bool> sleeping_{false};
   // The worker waits for CQ room (not for submissions): Retire wakes it.
   std::atomic<bool> starved_{false};
-  std::atomic<bool> stop_{false};
-  std::thread worker_;
 };
 
 }  // namespace fgds::session

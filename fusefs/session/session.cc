@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -13,6 +14,7 @@
 #include "common/limit_names.h"
 #include "common/log.h"
 #include "fgds/usrbio.h"
+#include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/client_memory.h"
 #include "fusefs/session/gpu_iov.h"
 
@@ -22,7 +24,11 @@ namespace {
 // Receives one packet and the descriptors that came with it. Returns the
 // byte count, 0 at end of stream, -EPROTO for a truncated packet or
 // descriptors, or -errno.
-ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
+// `*out_of_fds`: the descriptors sent could not all be installed (the
+// daemon is out of them: the kernel then truncates the control data), and
+// none is returned; the bytes are.
+ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds,
+                      bool wait, bool* out_of_fds) {
   iovec iov = {buf, size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * FGDS_WIRE_MAX_FDS)];
   msghdr mh = {};
@@ -32,7 +38,7 @@ ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
   mh.msg_controllen = sizeof(control);
   ssize_t n;
   do {
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | (wait ? 0 : MSG_DONTWAIT));
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
   *nfds = 0;
@@ -51,10 +57,15 @@ ssize_t ReceivePacket(int sock, void* buf, size_t size, int* fds, int* nfds) {
     }
   }
   // Too long a packet or too many descriptors: never half-parse.
+  *out_of_fds = false;
   if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
     for (int i = 0; i < *nfds; ++i) close(fds[i]);
+    // Room for every descriptor a message may carry, yet fewer came and
+    // the rest were cut: the kernel could not install them here.
+    *out_of_fds = !(mh.msg_flags & MSG_TRUNC) &&
+                  *nfds < static_cast<int>(FGDS_WIRE_MAX_FDS);
     *nfds = 0;
-    return -EPROTO;
+    return *out_of_fds ? n : -EPROTO;
   }
   return n;
 }
@@ -99,6 +110,7 @@ Session::Session(int sock, const SessionContext& context)
   // hello must count too, or idle connections would take every slot.
   refusal_ = UserLimits::Take(context_.user_limits, uid_, {.sessions = 1},
                               &session_charge_, &refused_limit_);
+  LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
 }
 
 Session::~Session() {
@@ -112,47 +124,80 @@ void Session::Shutdown() {
 }
 
 void Session::Run() {
-  LogInfo("usrbio session opened: pid %d uid %u gid %u", pid_, uid_, gid_);
+  while (ServeOne(/*wait=*/true) == Step::kOpen) {
+  }
+  End();
+}
+
+Session::Step Session::ServeOne(bool wait) {
   // A refused session answers, drops what the client sent, and ends: it
   // serves no request.
-  if (refusal_ != 0) Refuse();
-  while (refusal_ == 0) {
-    unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
-    int fds[FGDS_WIRE_MAX_FDS];
-    int nfds = 0;
-    ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds);
-    if (n == 0) {
-      // End of stream, or an empty packet (on SOCK_SEQPACKET they read
-      // the same): the session ends either way, and descriptors that came
-      // with an empty packet are ours to close.
-      for (int i = 0; i < nfds; ++i) close(fds[i]);
-      break;
-    }
-    if (n < 0 && n != -EPROTO) break;  // gone or shut down
-    Request request;
-    int err = n < 0 ? -EPROTO
-                    : ParseRequest(buf, static_cast<size_t>(n), nfds, &request);
-    if (err == 0 && !hello_done_ && request.header.type != FGDS_MSG_HELLO) {
-      err = -EPROTO;
-    }
-    if (err != 0) {
-      for (int i = 0; i < nfds; ++i) close(fds[i]);
-      LogWarning("usrbio session of pid %d: malformed message, closing", pid_);
-      fgds_msg_reply error = {};
-      error.result = err;
-      Reply(FGDS_MSG_ERROR, 0, error);
-      break;
-    }
-    fgds_msg_reply reply = {};
-    Handle(request, fds, &reply);
-    Reply(FGDS_MSG_REPLY, request.header.seq, reply);
+  if (refusal_ != 0) {
+    Refuse();
+    return Step::kEnded;
   }
+  unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
+  int fds[FGDS_WIRE_MAX_FDS];
+  int nfds = 0;
+  bool out_of_fds = false;
+  ssize_t n =
+      ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds, wait, &out_of_fds);
+  if (n == 0) {
+    // End of stream, or an empty packet (on SOCK_SEQPACKET they read the
+    // same): the session ends either way, and descriptors that came with
+    // an empty packet are ours to close.
+    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    return Step::kEnded;
+  }
+  if (n == -EAGAIN || n == -EWOULDBLOCK) return Step::kOpen;
+  if (n > 0 && out_of_fds) {
+    // Our shortage, not a malformed message: that request fails with
+    // EMFILE, the session goes on.
+    LogWarning(
+        "usrbio session of pid %d: the daemon is out of file descriptors; "
+        "failing a request with EMFILE",
+        pid_);
+    fgds_msg_header header = {};
+    memcpy(&header, buf, std::min(sizeof(header), static_cast<size_t>(n)));
+    fgds_msg_reply error = {};
+    error.result = -EMFILE;
+    Reply(FGDS_MSG_REPLY, header.seq, error);
+    return Step::kOpen;
+  }
+  if (n < 0 && n != -EPROTO) return Step::kEnded;  // gone or shut down
+  Request request;
+  int err = n < 0 ? -EPROTO
+                  : ParseRequest(buf, static_cast<size_t>(n), nfds, &request);
+  if (err == 0 && !hello_done_ && request.header.type != FGDS_MSG_HELLO) {
+    err = -EPROTO;
+  }
+  if (err != 0) {
+    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    LogWarning("usrbio session of pid %d: malformed message, closing", pid_);
+    fgds_msg_reply error = {};
+    error.result = err;
+    Reply(FGDS_MSG_ERROR, 0, error);
+    return Step::kEnded;
+  }
+  fgds_msg_reply reply = {};
+  try {
+    Handle(request, fds, &reply);
+  } catch (const std::bad_alloc&) {
+    // The request fails; the session and every other one go on.
+    reply = {};
+    reply.result = -ENOMEM;
+  }
+  Reply(FGDS_MSG_REPLY, request.header.seq, reply);
+  return Step::kOpen;
+}
+
+void Session::End() {
   Teardown();
   {
     // Closed here, not when the server reaps this object: the client sees
     // the end at once and no descriptor outlives the session.
     fgds::MutexLock lock(&sock_mu_);
-    close(sock_);
+    if (!sock_closed_) close(sock_);
     sock_closed_ = true;
   }
   LogInfo("usrbio session closed: pid %d", pid_);
@@ -233,7 +278,9 @@ void Session::Refuse() {
     unsigned char buf[FGDS_WIRE_MAX_MESSAGE];
     int fds[FGDS_WIRE_MAX_FDS];
     int nfds = 0;
-    ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds);
+    bool out_of_fds = false;
+    ssize_t n = ReceivePacket(sock_, buf, sizeof(buf), fds, &nfds,
+                              /*wait=*/true, &out_of_fds);
     for (int i = 0; i < nfds; ++i) close(fds[i]);
     if (n == 0 || (n < 0 && n != -EPROTO)) break;
   }
@@ -351,18 +398,10 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
                            &charge, refused);
   }
   if (ret == 0) ret = SharedMemory::Map(fds[0], layout.total_size, &memory);
-  if (ret == 0) {
-    // Only real eventfds: anything else (a pipe, a socket) could block us
-    // in ways an eventfd cannot.
-    for (int i = 1; i < 3 && ret == 0; ++i) {
-      char target[64] = {};
-      std::string link = "/proc/self/fd/" + std::to_string(fds[i]);
-      if (readlink(link.c_str(), target, sizeof(target) - 1) < 0 ||
-          strcmp(target, "anon_inode:[eventfd]") != 0) {
-        ret = -EINVAL;
-      }
-    }
-  }
+  if (ret == 0 && context_.ring_pool == nullptr) ret = -ENOTSUP;
+  // Only real eventfds, not in semaphore mode: anything else (a pipe, a
+  // socket) could block us in ways an eventfd cannot (client_eventfd.h).
+  for (int i = 1; i < 3 && ret == 0; ++i) ret = CheckClientEventfd(fds[i]);
   if (ret != 0) {
     close(fds[0]);
     close(fds[1]);
@@ -387,7 +426,8 @@ int Session::RegisterIor(const fgds_msg_ior_register& msg, int* fds,
   // A ring refused here was never started: dropping it closes its
   // eventfds and unmaps.
   if (ret != 0) return ret;
-  ring->Start();
+  ret = ring->Start(context_.ring_pool);
+  if (ret != 0) return ret;
   *id = next_ring_++;
   rings_.emplace(*id, std::move(ring));
   return 0;

@@ -1,11 +1,13 @@
 // File: fusefs/session/session.h
 //
-// Session: one usrbio client connection. It runs on its own thread: reads
-// requests from the socket (wire_parse.h), registers iovs, iors and files,
-// and replies. It ends when the client closes the socket or dies, when a
-// message is malformed (FGDS_MSG_ERROR, then close), or when the server
-// stops; then it stops its rings and drops every registration. I/O still in
-// flight keeps what it uses alive until it completes (ring.h).
+// Session: one usrbio client connection. It reads requests from the socket
+// (wire_parse.h), registers iovs, iors and files, and replies. It owns no
+// thread: the server's few session threads call ServeOne when its socket is
+// readable (session_server.h); Run is the same on a thread of the caller's.
+// It ends when the client closes the socket or dies, when a message is
+// malformed (FGDS_MSG_ERROR, then close), or when the server stops; then it
+// stops its rings and drops every registration. I/O still in flight keeps
+// what it uses alive until it completes (ring.h).
 //
 // Limits: the session, its rings and its mappings are charged to the uid
 // of the socket's peer (SO_PEERCRED) in SessionContext::user_limits. A
@@ -14,7 +16,8 @@
 // connection holds nothing. A registration over a limit gets a REPLY with
 // the errno and the limit; the session goes on.
 //
-// Thread safety: Run on one thread; Shutdown from any.
+// Thread safety: ServeOne/Run/End on one thread at a time; Shutdown from
+// any.
 #ifndef FGDS_FUSEFS_SESSION_SESSION_H_
 #define FGDS_FUSEFS_SESSION_SESSION_H_
 
@@ -51,6 +54,8 @@ struct SessionContext {
   // Keeps the mount's page cache coherent with usrbio writes; null: none
   // (a daemon without a mount, tests).
   CacheInvalidator* invalidator = nullptr;
+  // Serves the session's rings (ring_worker_pool.h); required for iors.
+  RingWorkerPool* ring_pool = nullptr;
   // Counts every ring's completed entries (/.fgds/stats); null: none. Must
   // outlive the engine's I/O, which completes after sessions end.
   IoStats* io_stats = nullptr;
@@ -72,11 +77,21 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  // Serves the connection until it ends, then releases everything.
+  // Serves the connection until it ends, then releases everything (End).
   void Run();
+  enum class Step { kOpen, kEnded };
+  // Reads and answers at most one request; with `wait`, waits for one.
+  // kEnded: the session is over and End must follow.
+  Step ServeOne(bool wait);
+  // Stops the rings, drops every registration and closes the socket.
+  void End();
   // Makes Run return soon (shuts the socket down).
   void Shutdown();
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // Refused at accept (its user has no room): Run answers and ends it at
+  // once, without waiting for the client to send anything.
+  bool refused() const { return refusal_ != 0; }
+  int socket() const { return sock_; }
 
  private:
   // Handles one request and fills the reply (result, id; path and reason

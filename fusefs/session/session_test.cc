@@ -112,6 +112,12 @@ class SessionTest : public ::testing::Test {
     context_.limits.registry.max_iovs = 4;
     context_.limits.registry.max_files = 4;
     context_.limits.registry.max_iov_bytes = 1 << 20;
+    RingWorkerPoolOptions pool_options;
+    pool_options.workers = 1;
+    auto pool = RingWorkerPool::Start(pool_options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *std::move(pool);
+    context_.ring_pool = pool_.get();
     baseline_fds_ = OpenFdCount();
   }
 
@@ -239,6 +245,7 @@ class SessionTest : public ::testing::Test {
   // Destroyed last: sessions and late I/O release handles on it.
   FakeBackend backend_;
   IoStats stats_;
+  std::unique_ptr<RingWorkerPool> pool_;  // outlives every session's rings
   SessionContext context_;
   std::string dir_;
   std::string path_;
@@ -735,6 +742,45 @@ TEST_F(SessionTest, ASessionOverTheUsersLimitIsRefusedAtOnce) {
   close(memfd);
   Disconnect();
   EXPECT_EQ(limits->UsageOf(getuid()).sessions, 0u);
+}
+
+}  // namespace
+}  // namespace fgds::session
+
+namespace fgds::session {
+namespace {
+
+TEST_F(SessionTest, RunningOutOfDescriptorsFailsTheRequestNotTheSession) {
+  // The issue: a daemon out of descriptors cannot take those a request
+  // carries (the kernel cuts the control data), and called the message
+  // malformed and closed the session.
+  ConnectAndHello();
+  int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);
+  ASSERT_GE(memfd, 0);
+  fgds_msg_iov_register msg = {};
+  msg.size = kIovSize;
+  const uint32_t seq = ++seq_;
+  const std::vector<unsigned char> request =
+      Message(FGDS_MSG_IOV_REGISTER, seq, msg);
+  const int client = client_;
+  bool sent = false;
+  {
+    // Free functions only until the descriptors are back: the sanitizers'
+    // checks of a member call need a descriptor of their own.
+    testing::DescriptorExhaustion exhausted;
+    sent = SendPacket(client, request.data(), request.size(), {memfd});
+    pollfd fd = {client, POLLIN, 0};
+    sent = sent && poll(&fd, 1, 10000) == 1;
+  }
+  ASSERT_TRUE(sent);
+  Reply r;
+  ASSERT_TRUE(Receive(&r));
+  EXPECT_EQ(r.type, FGDS_MSG_REPLY);
+  EXPECT_EQ(r.seq, seq);
+  EXPECT_EQ(r.body.result, -EMFILE);
+  // The session goes on.
+  EXPECT_EQ(RegisterIov(memfd, kIovSize), 0);
+  close(memfd);
 }
 
 }  // namespace

@@ -6,9 +6,13 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -436,6 +440,54 @@ int OpenFdCount() {
   while (readdir(dir) != nullptr) ++count;
   closedir(dir);
   return count;
+}
+
+bool SomeThreadReadsAnEventfd(pid_t pid) {
+  const std::string task_dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(task_dir.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || found) continue;
+    FILE* f = fopen((task_dir + "/" + e->d_name + "/syscall").c_str(), "re");
+    if (f == nullptr) continue;
+    long nr = -1;
+    unsigned long fd = 0;
+    if (fscanf(f, "%ld %lx", &nr, &fd) == 2 && nr == SYS_read) {
+      char target[64] = {};
+      const std::string link =
+          "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+      found = readlink(link.c_str(), target, sizeof(target) - 1) > 0 &&
+              strcmp(target, "anon_inode:[eventfd]") == 0;
+    }
+    fclose(f);
+  }
+  closedir(d);
+  return found;
+}
+
+DescriptorExhaustion::DescriptorExhaustion() {
+  getrlimit(RLIMIT_NOFILE, &saved_);
+  rlimit low = saved_;
+  low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, OpenFdCount() + 64);
+  setrlimit(RLIMIT_NOFILE, &low);
+  for (;;) {
+    int fd = dup(0);
+    if (fd < 0) break;
+    fillers_.push_back(fd);
+  }
+}
+
+DescriptorExhaustion::~DescriptorExhaustion() {
+  Release(static_cast<int>(fillers_.size()));
+  setrlimit(RLIMIT_NOFILE, &saved_);
+}
+
+void DescriptorExhaustion::Release(int count) {
+  for (int i = 0; i < count && !fillers_.empty(); ++i) {
+    close(fillers_.back());
+    fillers_.pop_back();
+  }
 }
 
 }  // namespace fgds::session::testing

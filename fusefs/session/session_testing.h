@@ -22,6 +22,7 @@
 #ifndef FGDS_FUSEFS_SESSION_SESSION_TESTING_H_
 #define FGDS_FUSEFS_SESSION_SESSION_TESTING_H_
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -259,6 +260,29 @@ int MakeMemfd(uint64_t size, int seals);
 
 // Descriptors this process has open (to check that nothing leaks).
 int OpenFdCount();
+
+// Whether a thread of process `pid` is inside read(2) on an eventfd (from
+// /proc/<pid>/task/*/syscall): the daemon's side of a race a hostile
+// client tries to win.
+bool SomeThreadReadsAnEventfd(pid_t pid);
+
+// Uses up every descriptor this process may open (lowering the soft
+// RLIMIT_NOFILE first, so that takes only a few), until destroyed: the
+// daemon's side of a test then runs out, as a daemon at its limit does.
+class DescriptorExhaustion {
+ public:
+  DescriptorExhaustion();
+  ~DescriptorExhaustion();
+  DescriptorExhaustion(const DescriptorExhaustion&) = delete;
+  DescriptorExhaustion& operator=(const DescriptorExhaustion&) = delete;
+
+  // Gives `count` descriptors back (for a test's own next step).
+  void Release(int count);
+
+ private:
+  rlimit saved_ = {};
+  std::vector<int> fillers_;
+};
 
 }  // namespace fgds::session::testing
 

@@ -67,7 +67,7 @@ class SessionParams(Structure):
 class Session(Structure):
     # pthread_mutex_t is 40 bytes, 8-aligned, on every 64-bit glibc target.
     _fields_ = [("sock", c_int), ("version", c_uint32), ("seq", c_uint32),
-                ("reserved0", c_uint32), ("lock", c_uint64 * 5)]
+                ("last_limit", c_uint32), ("lock", c_uint64 * 5)]
 
 
 class IovParams(Structure):
@@ -146,6 +146,7 @@ _USRBIO_FUNCTIONS = {
     "fgds_session_open": (c_int, [POINTER(Session), c_char_p,
                                   POINTER(SessionParams)]),
     "fgds_session_close": (None, [POINTER(Session)]),
+    "fgds_limit_describe": (c_char_p, [c_uint32]),
     "fgds_iov_create": (c_int, [POINTER(Session), POINTER(Iov),
                                 POINTER(IovParams)]),
     "fgds_iov_destroy": (c_int, [POINTER(Iov)]),

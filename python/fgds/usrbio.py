@@ -50,9 +50,17 @@ class Session:
         self._struct = _abi.Session()
         check(self._lib.fgds_session_open(ctypes.byref(self._struct),
                                           os.fsencode(path), None),
-              f"fgds_session_open({path})")
+              f"fgds_session_open({path})", self._refusing_limit)
         self._open = True
         self._children = weakref.WeakSet()  # iovs and iors to close first
+
+    def _refusing_limit(self):
+        """The daemon limit that refused the last request, in words (the
+        errno alone cannot say which of docs/limits.md's limits it was)."""
+        limit = self._struct.last_limit
+        if limit == 0:
+            return None
+        return self._lib.fgds_limit_describe(limit).decode(errors="replace")
 
     def close(self):
         if self._open:
@@ -93,7 +101,7 @@ class Session:
         check(self._lib.fgds_iov_create(self._live(),
                                         ctypes.byref(iov._struct),
                                         ctypes.byref(params)),
-              "fgds_iov_create")
+              "fgds_iov_create", self._refusing_limit)
         iov._open = True
         self._children.add(iov)
         return iov
@@ -120,7 +128,7 @@ class Session:
                                           ctypes.byref(iov._struct),
                                           memory.address, memory.nbytes,
                                           ctypes.byref(params)),
-              "fgds_iov_wrap_gpu")
+              "fgds_iov_wrap_gpu", self._refusing_limit)
         iov._open = True
         self._children.add(iov)
         return iov
@@ -138,7 +146,7 @@ class Session:
         check(self._lib.fgds_ior_create(self._live(),
                                         ctypes.byref(ior._struct),
                                         ctypes.byref(params)),
-              "fgds_ior_create")
+              "fgds_ior_create", self._refusing_limit)
         ior._open = True
         self._children.add(ior)
         return ior

@@ -85,7 +85,7 @@ int main(void) {
   FIELD(fgds_session, sock);
   FIELD(fgds_session, version);
   FIELD(fgds_session, seq);
-  FIELD(fgds_session, reserved0);
+  FIELD(fgds_session, last_limit);
   FIELD(fgds_session, lock);
   end();
   BEGIN(fgds_iov_params);

@@ -227,3 +227,27 @@ class GpuIovTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LimitsTest(unittest.TestCase):
+    """A request over a daemon limit raises OSError whose message names the
+    limit (docs/limits.md), not only the errno."""
+
+    def test_a_refused_ring_names_the_limit(self):
+        reason = skip_reason()
+        if reason:
+            self.skipTest(reason)
+        limited = MountedFgds(extra_args=("--user-rings", "1"))
+        try:
+            session = fgds.Session(limited.mountpoint)
+            try:
+                first = session.create_ior()  # kept: a dropped ior is freed
+                with self.assertRaises(OSError) as raised:
+                    session.create_ior()
+                self.assertEqual(raised.exception.errno, errno.EDQUOT)
+                self.assertIn("--user-rings", str(raised.exception))
+                first.close()
+            finally:
+                session.close()
+        finally:
+            limited.close()
