@@ -44,6 +44,12 @@ step "dependencies"
 source tests/device/deps.sh || { echo "dependencies failed"; exit 1; }
 
 step "configure and build (libcufile.so.0, fgds, fgds-bench)"
+# A build directory left by a run from another checkout (a warm machine
+# keeps /tmp) is for another source tree: CMake refuses it.
+if [ -f "$BUILD/CMakeCache.txt" ] &&
+  ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$ROOT" "$BUILD/CMakeCache.txt"; then
+  rm -rf "$BUILD"
+fi
 mkdir -p "$BUILD"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "${FGDS_CMAKE_DEP_ARGS[@]}" >"$BUILD/configure.log" 2>&1 ||
