@@ -34,11 +34,8 @@ int WrapDevice(hf3fs_iov* iov, uint64_t address, uint64_t allocated,
     delete handle;
     return error;
   }
-  fgds_iov_gpu_params params = {};
-  params.flags = FGDS_IOV_GPU_PRIMARY_CTX;
-  params.device = device;
   error =
-      fgds_iov_wrap_gpu(handle->session, &handle->own, address, size, &params);
+      WrapDeviceMemory(handle->session, &handle->own, address, size, device);
   if (error != 0) {
     ReleaseSession(handle->session);
     delete handle;
@@ -123,12 +120,16 @@ int hf3fs_iov_device_id(const struct hf3fs_iov* iov) {
 
 int hf3fs_iovsync(const struct hf3fs_iov* iov, int direction) {
   if (iov == nullptr || iov->iovh == nullptr) return -EINVAL;
-  (void)direction;
-  // Nothing to wait for: usrbio reports a GPU read complete only after its
-  // device copy finished (visible to all later GPU work), and a write
-  // copies from the device only after its submission. 3FS's GDR calls
-  // cudaDeviceSynchronize here because its completions do not order.
-  return 0;
+  (void)direction;  // 3FS: 0 before a write, 1 after a read; one fence
+  const auto* handle = static_cast<const IovHandle*>(iov->iovh);
+  if (handle->device < 0) return 0;  // host memory: nothing to order
+  // What 3FS does (cudaSetDevice + cudaDeviceSynchronize), and what a 3FS
+  // program relies on: the bounce path copies on a stream of its own that
+  // does not wait for the application's streams, so a kernel still
+  // writing the buffer (a source about to be written to a file, or a
+  // fill racing a read into it) must finish first. Completed reads need
+  // no fence: usrbio reports one only after its device copy finished.
+  return fgds::hf3fs::SynchronizeDevice(handle->device);
 }
 
 }  // extern "C"

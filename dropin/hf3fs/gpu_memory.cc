@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "usrbio/cuda/cuda_api.h"
+#include "usrbio/cuda/cuda_error.h"
 
 namespace fgds::hf3fs {
 namespace {
@@ -67,6 +68,25 @@ void FreeDeviceMemory(int device, uint64_t address) {
   if (api.cuDeviceGet(&handle, device) == cuda::kCudaSuccess) {
     api.cuDevicePrimaryCtxRelease(handle);
   }
+}
+
+int WrapDeviceMemory(fgds_session* session, fgds_iov* iov, uint64_t address,
+                     uint64_t size, int device) {
+  fgds_iov_gpu_params params = {};
+  params.flags = FGDS_IOV_GPU_PRIMARY_CTX;
+  params.device = device;
+  return fgds_iov_wrap_gpu(session, iov, address, size, &params);
+}
+
+int SynchronizeDevice(int device) {
+  const cuda::CudaLoad& load = cuda::Cuda();
+  if (load.api == nullptr) return -ENODEV;
+  if (device < 0 || device >= DeviceCount()) return -EINVAL;
+  const CudaApi& api = *load.api;
+  return InPrimaryContext(api, device, /*retain=*/false, [&] {
+    const cuda::CUresult result = api.cuCtxSynchronize();
+    return result == cuda::kCudaSuccess ? 0 : -cuda::CuResultToErrno(result);
+  });
 }
 
 }  // namespace fgds::hf3fs

@@ -52,5 +52,13 @@ TEST_F(DropinMountTest, Hf3fsProgramRunsOnTheMount) {
   EXPECT_NE(output.find("hf3fs_usrbio_test: ok"), std::string::npos) << output;
 }
 
+// 3FS's GDR calls on a slice of fake device memory: what the device
+// script's hf3fs_gpu phase does on the GPU machine.
+TEST_F(DropinMountTest, Hf3fsGpuIovsReadAndWriteThroughTheMount) {
+  std::string output;
+  EXPECT_EQ(Run(FGDS_HF3FS_GPU_TEST, &output), 0) << output;
+  EXPECT_NE(output.find("hf3fs_gpu_test: ok"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace fgds::testing

@@ -116,6 +116,9 @@ FGDS_SIGNATURE(cuEventRecord, cuEventRecord)
 FGDS_SIGNATURE(cuEventQuery, cuEventQuery)
 FGDS_SIGNATURE(cuEventSynchronize, cuEventSynchronize)
 FGDS_SIGNATURE(cuCtxGetDevice, cuCtxGetDevice)
+// cuCtxSynchronize is resolved by its bare name, the argument-less ABI of
+// CUDA 2.0 that every driver exports; not checked against cuda.h, where newer
+// toolkits may map the name to cuCtxSynchronize_v2 (which takes a context).
 
 }  // namespace
 }  // namespace fgds::cuda

@@ -28,6 +28,7 @@ namespace {
   X(cuCtxGetCurrent, "cuCtxGetCurrent")                        \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                        \
   X(cuCtxGetDevice, "cuCtxGetDevice")                          \
+  X(cuCtxSynchronize, "cuCtxSynchronize")                      \
   X(cuPointerGetAttribute, "cuPointerGetAttribute")            \
   X(cuPointerGetAttributes, "cuPointerGetAttributes")          \
   X(cuMemGetAddressRange, "cuMemGetAddressRange_v2")           \

@@ -44,6 +44,8 @@ struct CudaApi {
   CUresult (*cuCtxGetCurrent)(CUcontext* context);
   CUresult (*cuCtxSetCurrent)(CUcontext context);
   CUresult (*cuCtxGetDevice)(CUdevice* device);
+  // The bare name's ABI (no argument): waits for the current context.
+  CUresult (*cuCtxSynchronize)();
 
   CUresult (*cuPointerGetAttribute)(void* data, int attribute, CUdeviceptr ptr);
   CUresult (*cuPointerGetAttributes)(unsigned count, int* attributes,
