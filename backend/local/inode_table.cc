@@ -73,6 +73,13 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
   delete &inode;
 }
 
+void InodeTable::Acquire(NodeId node) {
+  if (node == kRootNode) return;
+  LocalInode& inode = Get(node);
+  MutexLock lock(&mu_);
+  ++inode.nlookup;
+}
+
 size_t InodeTable::size() {
   MutexLock lock(&mu_);
   return inodes_.size();

@@ -74,12 +74,9 @@ class InodeTable {
 
   size_t size();
 
-  // Adds one lookup to the one known inode whose st_ino is `ino` and sets
-  // *node to it (the caller gives the lookup back with Forget); -ESTALE if
-  // there is none, -EXDEV if several inodes on different devices share the
-  // number. O(inodes): for registrations, not data paths. Defined in
-  // local_reopen.cc.
-  int AcquireByIno(ino_t ino, NodeId* node);
+  // Adds one lookup to `node`, which must be live (the kernel holds it);
+  // the caller gives it back with Forget.
+  void Acquire(NodeId node);
 
  private:
   using Key = std::pair<dev_t, ino_t>;
@@ -87,6 +84,12 @@ class InodeTable {
   absl::flat_hash_map<Key, LocalInode*> inodes_ ABSL_GUARDED_BY(mu_);
   LocalInode root_;
 };
+
+// Whether `node` can be a LocalInode's id: the root or an id from
+// kFirstNodeId on (below are the daemon's virtual files).
+inline bool IsBackendNode(NodeId node) {
+  return node == kRootNode || node >= kFirstNodeId;
+}
 
 inline NodeId ToNodeId(LocalInode& inode, LocalInode& root) {
   return &inode == &root ? kRootNode : reinterpret_cast<NodeId>(&inode);

@@ -80,7 +80,7 @@ class LocalBackend : public Backend {
   int DropSetId(File* file) override;
   bool KeepCache(File* file) override;
   NodeId NodeOf(File* file) override;
-  int OpenByIno(ino_t ino, int flags, File** out) override;  // local_reopen.cc
+  int OpenNode(NodeId node, int flags, File** out) override;  // local_reopen.cc
 
   // local_io.cc
   void SubmitIo(std::span<const FileIoRequest> batch) override;
@@ -98,6 +98,8 @@ class LocalBackend : public Backend {
 
   // Looks `name` up under `parent` and registers the result (one lookup).
   int LookupEntry(LocalInode& parent, const char* name, Entry* out);
+  // A new descriptor of `inode` with open(2) `flags`, or -errno.
+  int ReopenNode(LocalInode& inode, int flags);
   // Remembers the file's current mtime and size; returns whether they equal
   // what was remembered before (the kernel's cached pages are still valid).
   bool RememberCacheState(LocalInode& inode, int fd);

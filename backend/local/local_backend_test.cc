@@ -286,14 +286,14 @@ TEST_F(LocalBackendTest, SubmitIoCompletesEachRequestOnceWithItsPath) {
 
 // A usrbio registration holds its own lookup: the kernel forgetting the
 // node must not free what the handle points to.
-TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {
+TEST_F(LocalBackendTest, OpenNodeOutlivesTheKernelsLookups) {
   Caller root;
   Entry e;
   File* file = nullptr;
   ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &e, &file), 0);
   backend_->Release(file);
   File* registered = nullptr;
-  ASSERT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), 0);
+  ASSERT_EQ(backend_->OpenNode(e.node, O_RDWR, &registered), 0);
   EXPECT_EQ(backend_->NodeOf(registered), e.node);
   backend_->Forget(e.node, 1);
   EXPECT_EQ(backend_->node_count(), 1u);
@@ -301,9 +301,23 @@ TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {
   EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, registered, data, 10, 0), 10);
   backend_->Release(registered);
   EXPECT_EQ(backend_->node_count(), 0u);
-  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), -ESTALE);
-  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino + 1000000, O_RDONLY, &registered),
-            -ESTALE);
+}
+
+// Only files of the backing directory can be registered: the daemon's own
+// virtual files (ids below kFirstNodeId) and directories are refused.
+TEST_F(LocalBackendTest, OpenNodeRefusesControlNodesAndDirectories) {
+  File* registered = nullptr;
+  for (NodeId control = 2; control < kFirstNodeId; control += 97) {
+    EXPECT_EQ(backend_->OpenNode(control, O_RDONLY, &registered), -EPERM)
+        << control;
+  }
+  EXPECT_EQ(backend_->OpenNode(kRootNode, O_RDONLY, &registered), -EINVAL);
+  Caller root;
+  Entry dir;
+  ASSERT_EQ(backend_->MkDir(root, kRootNode, "d", 0755, &dir), 0);
+  EXPECT_EQ(backend_->OpenNode(dir.node, O_RDONLY, &registered), -EINVAL);
+  backend_->Forget(dir.node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
 }
 
 }  // namespace

@@ -70,13 +70,18 @@ bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
   return same;
 }
 
-int LocalBackend::Open(NodeId node, int flags, File** out) {
-  LocalInode& inode = inodes_.Get(node);
+int LocalBackend::ReopenNode(LocalInode& inode, int flags) {
   // O_PATH descriptors cannot do I/O: reopen the inode through /proc. The
   // name in the backing directory may have changed; the inode has not.
+  int fd = open(ProcFdPath(inode.fd).c_str(), flags);
+  return fd >= 0 ? fd : -errno;
+}
+
+int LocalBackend::Open(NodeId node, int flags, File** out) {
+  LocalInode& inode = inodes_.Get(node);
   bool twin;
-  int fd = open(ProcFdPath(inode.fd).c_str(), MainFlags(flags, &twin));
-  if (fd < 0) return -errno;
+  int fd = ReopenNode(inode, MainFlags(flags, &twin));
+  if (fd < 0) return fd;
   bool keep = RememberCacheState(inode, fd);
   *out = new File(fd, inode, node, keep, twin, /*holds_lookup=*/false);
   return 0;
