@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -59,6 +60,28 @@ struct Aligned {
       : data(static_cast<char*>(std::aligned_alloc(4096, size))) {}
   ~Aligned() { std::free(data); }
   char* const data;
+};
+
+// While alive, this process can open exactly `spare` more descriptors (the
+// soft limit is lowered to just above the spare slots); restores it after.
+class FdBudget {
+ public:
+  explicit FdBudget(int spare) {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    int free_slots = 0;
+    int fd = 0;
+    for (; free_slots < spare; ++fd) {
+      if (fcntl(fd, F_GETFD) < 0) ++free_slots;
+    }
+    rlimit lowered = {static_cast<rlim_t>(fd), saved_.rlim_max};
+    setrlimit(RLIMIT_NOFILE, &lowered);
+  }
+  ~FdBudget() { setrlimit(RLIMIT_NOFILE, &saved_); }
+  FdBudget(const FdBudget&) = delete;
+  FdBudget& operator=(const FdBudget&) = delete;
+
+ private:
+  rlimit saved_;
 };
 
 class LocalBackendTest : public ::testing::Test {
@@ -318,6 +341,98 @@ TEST_F(LocalBackendTest, OpenNodeRefusesControlNodesAndDirectories) {
   EXPECT_EQ(backend_->OpenNode(dir.node, O_RDONLY, &registered), -EINVAL);
   backend_->Forget(dir.node, 1);
   EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A create that fails after the backing file was made (here: the
+// descriptor limit, reached one step later) removes it again: the caller
+// was told it failed, and a retry with O_EXCL must not meet EEXIST.
+TEST_F(LocalBackendTest, FailedCreatesLeaveNothingBehind) {
+  Caller root;
+  Entry sub;
+  ASSERT_EQ(backend_->MkDir(root, kRootNode, "sub", 0755, &sub), 0);
+  for (NodeId parent : {kRootNode, sub.node}) {
+    const std::string dir = parent == kRootNode ? dir_ : Path("sub");
+    int failed = 0;
+    for (int spare = 0; spare < 4; ++spare) {
+      const std::string name = "f" + std::to_string(spare);
+      const size_t nodes = backend_->node_count();
+      Entry e;
+      File* file = nullptr;
+      int ret;
+      {
+        FdBudget budget(spare);
+        ret = backend_->Create(root, parent, name.c_str(), 0644,
+                               O_RDWR | O_EXCL, &e, &file);
+      }
+      if (ret == 0) {
+        backend_->Release(file);
+        backend_->Forget(e.node, 1);
+        continue;
+      }
+      ++failed;
+      EXPECT_EQ(ret, -EMFILE);
+      struct stat st;
+      EXPECT_NE(lstat((dir + "/" + name).c_str(), &st), 0)
+          << name << " left behind with " << spare << " spare descriptors";
+      EXPECT_EQ(backend_->node_count(), nodes);
+      ASSERT_EQ(backend_->Create(root, parent, name.c_str(), 0644,
+                                 O_RDWR | O_EXCL, &e, &file),
+                0);
+      backend_->Release(file);
+      backend_->Forget(e.node, 1);
+    }
+    EXPECT_GE(failed, 2);  // the open itself, and the step after it
+  }
+  backend_->Forget(sub.node, 1);
+}
+
+TEST_F(LocalBackendTest, FailedMkdirSymlinkAndMknodLeaveNothingBehind) {
+  Caller root;
+  Entry e;
+  int results[3];
+  {
+    FdBudget budget(0);  // creating needs none; registering the result one
+    results[0] = backend_->MkDir(root, kRootNode, "d", 0755, &e);
+    results[1] = backend_->SymLink(root, "target", kRootNode, "l", &e);
+    results[2] = backend_->MkNod(root, kRootNode, "p", S_IFIFO | 0644, 0, &e);
+  }
+  for (int result : results) EXPECT_EQ(result, -EMFILE);
+  struct stat st;
+  for (const char* name : {"d", "l", "p"}) {
+    EXPECT_NE(lstat(Path(name).c_str(), &st), 0) << name << " left behind";
+  }
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// An open file stays reachable by its node after its last name is removed
+// (fstat, fchmod, xattrs on the open file); once closed, the node reports
+// the file gone.
+TEST_F(LocalBackendTest, UnlinkedOpenFileStaysReachable) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "u", 0644, O_RDWR, &e, &file), 0);
+  ASSERT_EQ(backend_->Unlink(kRootNode, "u"), 0);
+  struct stat st;
+  ASSERT_EQ(backend_->GetAttr(e.node, &st), 0);
+  EXPECT_EQ(st.st_nlink, 0u);
+  SetAttrRequest chmod_request;
+  chmod_request.valid = kSetMode;
+  chmod_request.attr.st_mode = 0600;
+  ASSERT_EQ(backend_->SetAttr(e.node, chmod_request, &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  backend_->Release(file);
+  if (backend_->uses_file_handles()) {
+    EXPECT_EQ(backend_->GetAttr(e.node, &st), -ENOENT);
+  }
+  backend_->Forget(e.node, 1);
+}
+
+// Root in the backing directory's filesystem (the daemon's case) reaches
+// nodes by file handle, so a node the kernel knows holds no descriptor.
+TEST_F(LocalBackendTest, NodesAreFileHandlesWherePrivilegeAllows) {
+  if (geteuid() != 0) GTEST_SKIP() << "open_by_handle_at needs root";
+  EXPECT_TRUE(backend_->uses_file_handles());
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ int LocalBackend::OpenNode(NodeId node, int flags, File** out) {
   }
   *out = new File(fd, inode, node, /*keep_cache=*/false, /*want_twin=*/true,
                   /*holds_lookup=*/true);
+  inodes_.FileOpened(inode, fd);
   return 0;
 }
 
