@@ -1,6 +1,7 @@
 #include "fusefs/session/mount_node.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,7 +25,11 @@ constexpr unsigned kFuseHandleBytes = 3 * sizeof(uint32_t);
 
 }  // namespace
 
-int MountNodeOf(int fd, uint64_t* node) {
+int MountNodeOf(int fd, dev_t mount_dev, uint64_t* node) {
+  struct stat st;
+  // Answered by our own FUSE threads or the kernel's attribute cache; it
+  // moves no data through the mount.
+  if (fstat(fd, &st) != 0 || st.st_dev != mount_dev) return -EBADF;
   struct {
     file_handle header;
     unsigned char bytes[MAX_HANDLE_SZ];
@@ -38,8 +43,8 @@ int MountNodeOf(int fd, uint64_t* node) {
     ret = name_to_handle_at(fd, "", &handle.header, &mount_id, AT_EMPTY_PATH);
   }
   if (ret != 0) return -errno;
-  // REQUIRES says the file is on our mount, so only a FUSE handle can come
-  // back; anything else is refused rather than guessed at.
+  // On our mount only a FUSE handle can come back; anything else is
+  // refused rather than guessed at.
   if (handle.header.handle_type != kFuseHandleType ||
       handle.header.handle_bytes < kFuseHandleBytes) {
     return -EBADF;

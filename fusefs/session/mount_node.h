@@ -16,22 +16,26 @@
 //
 // Example:
 //   uint64_t node;
-//   int ret = MountNodeOf(client_fd, &node);  // fd still held
+//   int ret = MountNodeOf(client_fd, mount_dev, &node);  // fd still held
 //   if (ret == 0) ret = backend->OpenNode(node, mode, &file);
 //   close(client_fd);
 #ifndef FGDS_FUSEFS_SESSION_MOUNT_NODE_H_
 #define FGDS_FUSEFS_SESSION_MOUNT_NODE_H_
+
+#include <sys/types.h>
 
 #include <cstdint>
 
 namespace fgds::session {
 
 // Sets *node to the FUSE node id of the file `fd` is open on, or returns
-// -errno (-EBADF: the kernel's handle is not a FUSE node's). REQUIRES: `fd`
-// is on our mount (its st_dev is the mount's: another FUSE daemon's node
-// ids mean nothing here). Makes no request to the daemon's FUSE loop: the
-// kernel encodes the handle from its own inode.
-int MountNodeOf(int fd, uint64_t* node);
+// -errno. -EBADF: `fd` is not on the mount whose st_dev is `mount_dev`
+// (another FUSE daemon's node ids mean nothing here, and since Linux 6.6 a
+// filesystem without export support, e.g. pipefs, encodes the same handle
+// type from its inode number, so the type alone proves nothing), or the
+// handle is not a FUSE node's. Makes no request to the daemon's FUSE loop
+// beyond an fstat: the kernel encodes the handle from its own inode.
+int MountNodeOf(int fd, dev_t mount_dev, uint64_t* node);
 
 }  // namespace fgds::session
 

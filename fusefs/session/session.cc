@@ -287,7 +287,7 @@ int Session::RegisterFile(int fd, uint32_t* id) {
   backend::NodeId node = 0;
   if (ret >= 0) {
     ret = context_.node_of_fd ? context_.node_of_fd(fd, &node)
-                              : MountNodeOf(fd, &node);
+                              : MountNodeOf(fd, context_.mount_dev, &node);
   }
   backend::File* handle = nullptr;
   // Open while the client's descriptor is still held: it keeps the
