@@ -56,6 +56,10 @@ InodeTable::~InodeTable() {
   MutexLock lock(&mu_);
   for (auto& [key, inode] : inodes_) {
     if (inode->pinned_fd >= 0) close(inode->pinned_fd);
+    {
+      MutexLock open_lock(&inode->open_mu);
+      if (inode->open_fd >= 0) close(inode->open_fd);
+    }
     delete inode;
   }
   for (auto& [mount_id, fd] : mount_fds_) {
@@ -171,6 +175,10 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
   // A newer file with the same number may own the key by now.
   if (it != inodes_.end() && it->second == &inode) inodes_.erase(it);
   if (inode.pinned_fd >= 0) close(inode.pinned_fd);
+  {
+    MutexLock open_lock(&inode.open_mu);
+    if (inode.open_fd >= 0) close(inode.open_fd);
+  }
   delete &inode;
 }
 
@@ -184,7 +192,8 @@ void InodeTable::Acquire(NodeId node) {
 void InodeTable::FileOpened(LocalInode& inode, int fd) {
   if (inode.pinned_fd >= 0) return;
   MutexLock lock(&inode.open_mu);
-  if (inode.open_files++ > 0) return;
+  // A descriptor may still be held from an earlier open (see FileClosed).
+  if (inode.open_files++ > 0 || inode.open_fd >= 0) return;
   // /proc reopens the very inode `fd` is open on. Failing (EMFILE) only
   // loses access to the file after an unlink on filesystems whose handles
   // need a name.
@@ -196,9 +205,38 @@ void InodeTable::FileOpened(LocalInode& inode, int fd) {
 void InodeTable::FileClosed(LocalInode& inode) {
   if (inode.pinned_fd >= 0) return;
   MutexLock lock(&inode.open_mu);
-  if (--inode.open_files > 0) return;
-  if (inode.open_fd >= 0) close(inode.open_fd);
+  if (--inode.open_files > 0 || inode.open_fd < 0) return;
+  // An unlinked file lives on while the kernel knows its node, as it would
+  // locally: the kernel may still set its times or size after the last
+  // close (writeback), and the handle no longer opens it. The kernel
+  // forgets such a node soon (nothing names it), and Forget closes this.
+  struct stat st;
+  if (fstat(inode.open_fd, &st) == 0 && st.st_nlink == 0) return;
+  close(inode.open_fd);
   inode.open_fd = -1;
+}
+
+void InodeTable::KeepUnlinked(int fd) {
+  struct stat st;
+  if (!uses_handles_ || fstat(fd, &st) != 0 || st.st_nlink != 0) {
+    close(fd);
+    return;
+  }
+  FileHandle handle = HandleOf(fd);
+  MutexLock lock(&mu_);
+  auto it = inodes_.find(Key{st.st_dev, st.st_ino});
+  if (it == inodes_.end() || it->second->pinned_fd >= 0 ||
+      !(it->second->handle == handle)) {
+    close(fd);  // the kernel does not know it: nothing will ask for it
+    return;
+  }
+  LocalInode& inode = *it->second;
+  MutexLock open_lock(&inode.open_mu);
+  if (inode.open_fd >= 0) {
+    close(fd);
+    return;
+  }
+  inode.open_fd = fd;
 }
 
 size_t InodeTable::size() {

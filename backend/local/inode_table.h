@@ -20,7 +20,11 @@
 // OpenNode), the inode holds one O_PATH descriptor of it: an open file that
 // was unlinked must stay reachable for fstat, fchown and xattrs, and some
 // filesystems (tmpfs) do not open handles of unlinked files. That costs one
-// descriptor per open inode, next to the open file's own.
+// descriptor per open inode, next to the open file's own. If the file has
+// no name left at its last close, the descriptor stays until the kernel
+// forgets the node (it may still write back times after the close), as an
+// unlinked file lives locally until its last reference goes. The same
+// holds for a file whose last name the mount removes (KeepUnlinked).
 //
 // NodeId is the LocalInode's address, as in libfuse's passthrough_hp: no map
 // lookup on the hot path. The root is NodeId 1 (FUSE_ROOT_ID); it always
@@ -87,8 +91,9 @@ struct LocalInode {
   const int mount_fd;
   uint64_t nlookup = 0;  // guarded by InodeTable::mu_
 
-  // Files open on this inode, and the O_PATH descriptor held meanwhile (-1
-  // if none could be opened: the handle then serves alone).
+  // Files open on this inode, and the O_PATH descriptor held meanwhile and,
+  // for a file unlinked by its last close, until the node is forgotten (-1
+  // if none: the handle then serves alone).
   fgds::Mutex open_mu;
   int open_files ABSL_GUARDED_BY(open_mu) = 0;
   int open_fd ABSL_GUARDED_BY(open_mu) = -1;
@@ -170,6 +175,13 @@ class InodeTable {
   // released: keeps the inode reachable while it is open (see top).
   void FileOpened(LocalInode& inode, int fd);
   void FileClosed(LocalInode& inode);
+  // `fd` (O_PATH, ownership passed) names a file whose last name was just
+  // removed through the mount. If the kernel knows its node, the node keeps
+  // `fd` until it is forgotten, as a local unlinked file lives while
+  // referenced: with the writeback cache the kernel may still write back
+  // its times after the unlink, which must not fail. Otherwise `fd` is
+  // closed.
+  void KeepUnlinked(int fd);
 
   size_t size();
 

@@ -142,8 +142,9 @@ TEST_P(InodeTableFilesTest, KnownNodesCostDescriptorsOnlyWithoutHandles) {
 }
 
 // A file removed in the backing directory is gone for a node reached by
-// handle (ENOENT), unless it is open: then the open file keeps it
-// reachable, as a pinned node is.
+// handle (ENOENT), unless it was open: then the open file keeps it
+// reachable, as a pinned node is, until the node is forgotten (the kernel
+// may write back times after the last close).
 TEST_P(InodeTableFilesTest, RemovedFileIsReachableOnlyWhileOpen) {
   NodeId closed = Make("closed");
   NodeId open_node = Make("open");
@@ -167,11 +168,27 @@ TEST_P(InodeTableFilesTest, RemovedFileIsReachableOnlyWhileOpen) {
 
   table_->FileClosed(table_->Get(open_node));
   close(file);
-  if (handles()) {
-    EXPECT_FALSE(table_->Open(table_->Get(open_node)).ok());
-  }
+  const int before_forget = OpenFdCount();
+  EXPECT_TRUE(table_->Open(table_->Get(open_node)).ok());
   table_->Forget(closed, 1);
   table_->Forget(open_node, 1);
+  EXPECT_EQ(OpenFdCount(), before_forget - (handles() ? 1 : 2));
+}
+
+// A file that still has a name costs no descriptor once its last open
+// file is closed.
+TEST_P(InodeTableFilesTest, ClosingTheLastFileOfANamedInodeDropsItsDescriptor) {
+  NodeId node = Make("named");
+  const int before = OpenFdCount();
+  int file = open((dir_ + "/named").c_str(), O_RDWR);
+  ASSERT_GE(file, 0);
+  table_->FileOpened(table_->Get(node), file);
+  table_->FileOpened(table_->Get(node), file);
+  table_->FileClosed(table_->Get(node));
+  table_->FileClosed(table_->Get(node));
+  close(file);
+  EXPECT_EQ(OpenFdCount(), before);
+  table_->Forget(node, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reach, InodeTableFilesTest,

@@ -405,8 +405,9 @@ TEST_F(LocalBackendTest, FailedMkdirSymlinkAndMknodLeaveNothingBehind) {
 }
 
 // An open file stays reachable by its node after its last name is removed
-// (fstat, fchmod, xattrs on the open file); once closed, the node reports
-// the file gone.
+// (fstat, fchmod, xattrs on the open file), and after its close too, until
+// the kernel forgets the node: it may still write back times then, as it
+// could on a local filesystem.
 TEST_F(LocalBackendTest, UnlinkedOpenFileStaysReachable) {
   Caller root;
   Entry e;
@@ -422,9 +423,54 @@ TEST_F(LocalBackendTest, UnlinkedOpenFileStaysReachable) {
   ASSERT_EQ(backend_->SetAttr(e.node, chmod_request, &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   backend_->Release(file);
-  if (backend_->uses_file_handles()) {
-    EXPECT_EQ(backend_->GetAttr(e.node, &st), -ENOENT);
+  ASSERT_EQ(backend_->GetAttr(e.node, &st), 0);
+  EXPECT_EQ(st.st_nlink, 0u);
+  backend_->Forget(e.node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A closed file whose last name the mount removes (unlink, or a rename
+// over it) lives on while the kernel knows its node: with the writeback
+// cache the kernel writes back its times after the unlink, and a failure
+// there would surface as a writeback error (syncfs returning ENOENT).
+TEST_F(LocalBackendTest, FileUnlinkedThroughTheMountLivesUntilForgotten) {
+  Caller root;
+  std::vector<NodeId> nodes;
+  for (const char* name : {"gone", "replaced", "other"}) {
+    Entry e;
+    File* file = nullptr;
+    ASSERT_EQ(backend_->Create(root, kRootNode, name, 0644, O_RDWR, &e, &file),
+              0);
+    backend_->Release(file);
+    nodes.push_back(e.node);
   }
+  ASSERT_EQ(backend_->Unlink(kRootNode, "gone"), 0);
+  ASSERT_EQ(backend_->Rename(kRootNode, "other", kRootNode, "replaced", 0), 0);
+  for (NodeId node : {nodes[0], nodes[1]}) {
+    SetAttrRequest times;
+    times.valid = kSetMtimeNow;
+    struct stat st;
+    ASSERT_EQ(backend_->SetAttr(node, times, &st), 0);
+    EXPECT_EQ(st.st_nlink, 0u);
+  }
+  for (NodeId node : nodes) backend_->Forget(node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A file removed behind the mount's back (in the backing directory) is
+// gone for its node once closed: no descriptor keeps it.
+TEST_F(LocalBackendTest, FileRemovedInTheBackingDirectoryIsGoneForItsNode) {
+  if (!backend_->uses_file_handles()) GTEST_SKIP() << "nodes pin descriptors";
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "r", 0644, O_RDWR, &e, &file), 0);
+  backend_->Release(file);
+  ASSERT_EQ(unlink(Path("r").c_str()), 0);
+  struct stat st;
+  EXPECT_EQ(backend_->GetAttr(e.node, &st), -ENOENT);
+  File* reopened = nullptr;
+  EXPECT_EQ(backend_->Open(e.node, O_RDONLY, &reopened), -ENOENT);
   backend_->Forget(e.node, 1);
 }
 

@@ -208,7 +208,14 @@ int LocalBackend::Link(NodeId node, NodeId new_parent, const char* new_name,
 int LocalBackend::Unlink(NodeId parent, const char* name) {
   PathFd dir = inodes_.Open(inodes_.Get(parent));
   if (!dir.ok()) return dir.error();
-  if (unlinkat(dir.get(), name, 0) != 0) return -errno;
+  // What the name holds, kept across the unlink for KeepUnlinked.
+  int victim = openat(dir.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (unlinkat(dir.get(), name, 0) != 0) {
+    int err = errno;
+    if (victim >= 0) close(victim);
+    return -err;
+  }
+  if (victim >= 0) inodes_.KeepUnlinked(victim);
   return 0;
 }
 
@@ -225,9 +232,17 @@ int LocalBackend::Rename(NodeId parent, const char* name, NodeId new_parent,
   if (!from.ok()) return from.error();
   PathFd to = inodes_.Open(inodes_.Get(new_parent));
   if (!to.ok()) return to.error();
+  // A file the rename replaces loses a name, like an unlinked one.
+  int victim =
+      (flags & RENAME_EXCHANGE)
+          ? -1
+          : openat(to.get(), new_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (renameat2(from.get(), name, to.get(), new_name, flags) != 0) {
-    return -errno;
+    int err = errno;
+    if (victim >= 0) close(victim);
+    return -err;
   }
+  if (victim >= 0) inodes_.KeepUnlinked(victim);
   return 0;
 }
 
