@@ -153,12 +153,13 @@ class Backend {
   // The node an open file belongs to (whose cached pages the mount drops
   // after a usrbio write).
   virtual NodeId NodeOf(File* file) = 0;
-  // usrbio: opens the regular file whose inode number is `ino` (the st_ino
-  // this backend reported for it) with open(2) `flags`; the handle is
-  // released with Release. -ESTALE: no such inode is known. The caller has
-  // checked that a client holds the file open with this access mode, so no
-  // permission check happens here.
-  virtual int OpenByIno(ino_t ino, int flags, File** out) {
+  // usrbio: opens the regular file `node` with open(2) `flags` for a
+  // registration; the handle holds a lookup of the node of its own and is
+  // released with Release. REQUIRES: the kernel holds `node` (the caller
+  // holds a client's descriptor of it, on the mount, with this access mode),
+  // so no permission check happens here. -EPERM: a node this backend never
+  // gave out (the daemon's control files); -EINVAL: not a regular file.
+  virtual int OpenNode(NodeId node, int flags, File** out) {
     return -EOPNOTSUPP;
   }
 

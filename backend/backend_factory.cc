@@ -18,6 +18,14 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
       *warning = absl::StrCat("io_uring unavailable, using blocking I/O: ",
                               (*local)->engine_fallback_reason());
     }
+    if (warning != nullptr && !(*local)->uses_file_handles()) {
+      // Each node the kernel knows then holds a descriptor: the namespace
+      // is bounded by the descriptor limit (docs/fgdsd.md).
+      absl::StrAppend(warning, warning->empty() ? "" : "; ",
+                      "no file handles on ", config.data_dir,
+                      " (filesystem or CAP_DAC_READ_SEARCH): every known "
+                      "node holds a descriptor");
+    }
     return std::unique_ptr<Backend>(*std::move(local));
   }
   return absl::InvalidArgumentError(

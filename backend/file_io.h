@@ -7,7 +7,7 @@
 // descriptors (remote storage) serves the same requests.
 //
 // A request names:
-//   - a File the backend gave out (Backend::Open, Create or OpenByIno);
+//   - a File the backend gave out (Backend::Open, Create or OpenNode);
 //   - a memory reference: the CPU address of the first byte and, when the
 //     memory is registered, its MemoryRegion (a usrbio host iov, a GPU iov's
 //     host staging, a GPU iov's device mapping; later an RDMA region);

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -22,6 +21,7 @@
 #include "backend/backend_factory.h"
 #include "common/errno_status.h"
 #include "common/log.h"
+#include "fusefs/fd_limit.h"
 #include "fusefs/filesystem.h"
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
@@ -56,16 +56,6 @@ absl::StatusOr<std::string> RealDir(const std::string& path,
 
 bool IsInside(const std::string& path, const std::string& dir) {
   return path == dir || absl::StartsWith(path, dir == "/" ? dir : dir + "/");
-}
-
-// Raises the descriptor limit: every node the kernel knows costs one.
-void RaiseFileLimit() {
-  rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
-      limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
 }
 
 // Raises the mount's read-ahead to `kb` KiB (0: leaves the kernel's):
@@ -241,7 +231,11 @@ absl::Status ServeMount(const DaemonOptions& options,
   // Callers' modes arrive with their umask applied by the kernel; ours must
   // not take anything more away.
   umask(0);
-  RaiseFileLimit();
+  const rlim_t fd_limit = RaiseFdLimit();
+  if (fd_limit < 65536) {
+    LogWarning("descriptor limit is %llu: open files are capped by it",
+               static_cast<unsigned long long>(fd_limit));
+  }
   const int stop_at = TestStopPoint();
   auto point = [stop_at](StartupPoint here) {
     if (here == stop_at) raise(SIGSTOP);

@@ -1,7 +1,9 @@
 #include "backend/local/inode_table.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,20 +12,60 @@ namespace fgds::backend {
 static_assert(sizeof(NodeId) >= sizeof(LocalInode*),
               "NodeId must be able to hold a LocalInode pointer");
 
-InodeTable::InodeTable(int root_fd, const struct stat& root_stat)
-    : root_(root_fd, root_stat.st_dev, root_stat.st_ino,
-            root_stat.st_mode & S_IFMT) {
+namespace {
+
+struct HandleBuffer {
+  file_handle header;
+  unsigned char bytes[MAX_HANDLE_SZ];
+};
+
+// `handle` back as the kernel's struct, for open_by_handle_at.
+void ToKernel(const FileHandle& handle, HandleBuffer* out) {
+  out->header.handle_bytes = static_cast<unsigned>(handle.bytes.size());
+  out->header.handle_type = handle.type;
+  memcpy(out->header.f_handle, handle.bytes.data(), handle.bytes.size());
+}
+
+}  // namespace
+
+PathFd::~PathFd() {
+  if (owned_ && fd_ >= 0) close(fd_);
+}
+
+InodeTable::InodeTable(int root_fd, const struct stat& root_stat, Reach reach)
+    : root_(root_stat.st_dev, root_stat.st_ino, root_stat.st_mode & S_IFMT,
+            root_fd, FileHandle{}, -1) {
   root_.nlookup = 1;  // never dropped
+  if (reach != Reach::kHandles) return;
+  // Opening a handle needs CAP_DAC_READ_SEARCH (the root daemon has it)
+  // and a filesystem that can decode handles: try both once, on the root.
+  FileHandle handle = HandleOf(root_fd);
+  if (handle.bytes.empty()) return;
+  MutexLock lock(&mu_);
+  const int mount_fd = MountFd(handle.mount_id, root_fd);
+  if (mount_fd < 0) return;
+  HandleBuffer kernel;
+  ToKernel(handle, &kernel);
+  int fd = open_by_handle_at(mount_fd, &kernel.header, O_PATH | O_CLOEXEC);
+  if (fd < 0) return;
+  close(fd);
+  uses_handles_ = true;
 }
 
 InodeTable::~InodeTable() {
   MutexLock lock(&mu_);
   for (auto& [key, inode] : inodes_) {
-    if (inode == &root_) continue;
-    close(inode->fd);
+    if (inode->pinned_fd >= 0) close(inode->pinned_fd);
+    {
+      MutexLock open_lock(&inode->open_mu);
+      if (inode->open_fd >= 0) close(inode->open_fd);
+    }
     delete inode;
   }
-  close(root_.fd);
+  for (auto& [mount_id, fd] : mount_fds_) {
+    if (fd >= 0) close(fd);
+  }
+  close(root_.pinned_fd);
 }
 
 LocalInode& InodeTable::Get(NodeId node) {
@@ -36,8 +78,57 @@ LocalInode& InodeTable::Get(NodeId node) {
   return *reinterpret_cast<LocalInode*>(node);
 }
 
+FileHandle InodeTable::HandleOf(int fd) {
+  HandleBuffer kernel;
+  kernel.header.handle_bytes = sizeof(kernel.bytes);
+  int mount_id = 0;
+  if (name_to_handle_at(fd, "", &kernel.header, &mount_id, AT_EMPTY_PATH) !=
+      0) {
+    return {};  // EOPNOTSUPP: a filesystem without handles
+  }
+  return FileHandle{
+      kernel.header.handle_type, mount_id,
+      std::string(reinterpret_cast<const char*>(kernel.header.f_handle),
+                  kernel.header.handle_bytes)};
+}
+
+int InodeTable::MountFd(int mount_id, int fd) {
+  auto [it, inserted] = mount_fds_.try_emplace(mount_id, -1);
+  if (inserted) {
+    // open_by_handle_at refuses an O_PATH descriptor as its mount: open
+    // the directory for reading (the first node met on a mount is its root
+    // directory; a file bind-mounted on its own gets none, and is pinned).
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    it->second = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  }
+  return it->second;
+}
+
+PathFd InodeTable::Open(LocalInode& inode) {
+  if (inode.pinned_fd >= 0) return PathFd(inode.pinned_fd, /*owned=*/false);
+  {
+    // An open file's descriptor outlives its names; the handle may not.
+    MutexLock lock(&inode.open_mu);
+    if (inode.open_fd >= 0) {
+      int fd = fcntl(inode.open_fd, F_DUPFD_CLOEXEC, 0);
+      return PathFd(fd >= 0 ? fd : -errno, /*owned=*/true);
+    }
+  }
+  HandleBuffer kernel;
+  ToKernel(inode.handle, &kernel);
+  int fd =
+      open_by_handle_at(inode.mount_fd, &kernel.header, O_PATH | O_CLOEXEC);
+  if (fd >= 0) return PathFd(fd, /*owned=*/true);
+  // ESTALE: the file was removed in the backing directory. For the caller
+  // that is a name that no longer exists, as it would be locally.
+  return PathFd(errno == ESTALE ? -ENOENT : -errno, /*owned=*/true);
+}
+
 NodeId InodeTable::Insert(int fd, const struct stat& st) {
   Key key{st.st_dev, st.st_ino};
+  FileHandle handle;
+  if (uses_handles_) handle = HandleOf(fd);
   MutexLock lock(&mu_);
   if (key == Key{root_.dev, root_.ino}) {
     // The root reached by another name (e.g. a bind mount loop).
@@ -45,12 +136,24 @@ NodeId InodeTable::Insert(int fd, const struct stat& st) {
     return kRootNode;
   }
   auto [it, inserted] = inodes_.try_emplace(key, nullptr);
-  if (!inserted) {
+  // The same number with another handle is a newer file that reuses the
+  // number of one removed in the backing directory: it gets its own node,
+  // and the older node (still known to the kernel) leaves the map.
+  if (!inserted && it->second->handle == handle) {
     close(fd);
     ++it->second->nlookup;
     return reinterpret_cast<NodeId>(it->second);
   }
-  auto* inode = new LocalInode(fd, st.st_dev, st.st_ino, st.st_mode & S_IFMT);
+  int mount_fd = handle.bytes.empty() ? -1 : MountFd(handle.mount_id, fd);
+  int pinned_fd = -1;
+  if (mount_fd < 0) {
+    pinned_fd = fd;  // no handle: the descriptor is the only way back
+    handle = {};
+  } else {
+    close(fd);
+  }
+  auto* inode = new LocalInode(st.st_dev, st.st_ino, st.st_mode & S_IFMT,
+                               pinned_fd, std::move(handle), mount_fd);
   inode->nlookup = 1;
   it->second = inode;
   return reinterpret_cast<NodeId>(inode);
@@ -68,9 +171,72 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
   }
   inode.nlookup -= count;
   if (inode.nlookup > 0) return;
-  inodes_.erase(Key{inode.dev, inode.ino});
-  close(inode.fd);
+  auto it = inodes_.find(Key{inode.dev, inode.ino});
+  // A newer file with the same number may own the key by now.
+  if (it != inodes_.end() && it->second == &inode) inodes_.erase(it);
+  if (inode.pinned_fd >= 0) close(inode.pinned_fd);
+  {
+    MutexLock open_lock(&inode.open_mu);
+    if (inode.open_fd >= 0) close(inode.open_fd);
+  }
   delete &inode;
+}
+
+void InodeTable::Acquire(NodeId node) {
+  if (node == kRootNode) return;
+  LocalInode& inode = Get(node);
+  MutexLock lock(&mu_);
+  ++inode.nlookup;
+}
+
+void InodeTable::FileOpened(LocalInode& inode, int fd) {
+  if (inode.pinned_fd >= 0) return;
+  MutexLock lock(&inode.open_mu);
+  // A descriptor may still be held from an earlier open (see FileClosed).
+  if (inode.open_files++ > 0 || inode.open_fd >= 0) return;
+  // /proc reopens the very inode `fd` is open on. Failing (EMFILE) only
+  // loses access to the file after an unlink on filesystems whose handles
+  // need a name.
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  inode.open_fd = open(path, O_PATH | O_CLOEXEC);
+}
+
+void InodeTable::FileClosed(LocalInode& inode) {
+  if (inode.pinned_fd >= 0) return;
+  MutexLock lock(&inode.open_mu);
+  if (--inode.open_files > 0 || inode.open_fd < 0) return;
+  // An unlinked file lives on while the kernel knows its node, as it would
+  // locally: the kernel may still set its times or size after the last
+  // close (writeback), and the handle no longer opens it. The kernel
+  // forgets such a node soon (nothing names it), and Forget closes this.
+  struct stat st;
+  if (fstat(inode.open_fd, &st) == 0 && st.st_nlink == 0) return;
+  close(inode.open_fd);
+  inode.open_fd = -1;
+}
+
+void InodeTable::KeepUnlinked(int fd) {
+  struct stat st;
+  if (!uses_handles_ || fstat(fd, &st) != 0 || st.st_nlink != 0) {
+    close(fd);
+    return;
+  }
+  FileHandle handle = HandleOf(fd);
+  MutexLock lock(&mu_);
+  auto it = inodes_.find(Key{st.st_dev, st.st_ino});
+  if (it == inodes_.end() || it->second->pinned_fd >= 0 ||
+      !(it->second->handle == handle)) {
+    close(fd);  // the kernel does not know it: nothing will ask for it
+    return;
+  }
+  LocalInode& inode = *it->second;
+  MutexLock open_lock(&inode.open_mu);
+  if (inode.open_fd >= 0) {
+    close(fd);
+    return;
+  }
+  inode.open_fd = fd;
 }
 
 size_t InodeTable::size() {

@@ -1,23 +1,47 @@
 // File: backend/local/inode_table.h
 //
-// InodeTable: the local backend's nodes. Each LocalInode pins one backing
-// inode with an O_PATH descriptor (so its inode number cannot be reused while
-// the kernel knows it) and counts kernel lookups. Two names of one inode
-// (hard links) map to one LocalInode, found by (st_dev, st_ino).
+// InodeTable: the local backend's nodes. A LocalInode remembers how to reach
+// its backing inode again without holding a descriptor: a file handle
+// (name_to_handle_at), which open_by_handle_at turns back into an O_PATH
+// descriptor for the length of one operation (PathFd). Only where the
+// backing filesystem has no file handles (or the daemon lacks
+// CAP_DAC_READ_SEARCH to open them) does a LocalInode pin its inode with an
+// O_PATH descriptor for as long as the kernel knows it, as before. So the
+// number of nodes the kernel may know is bounded by memory, not by the
+// descriptor limit, and a file removed in the backing directory is freed
+// (a handle does not keep it) while the kernel still knows its node.
+//
+// A handle carries the inode's generation, so it never reaches a newer file
+// that reuses the inode number. Two names of one inode (hard links) map to
+// one LocalInode, found by (st_dev, st_ino) and confirmed by the handle;
+// when a number was reused, the newer file gets a LocalInode of its own.
+//
+// While files of an inode are open through the backend (Open, Create,
+// OpenNode), the inode holds one O_PATH descriptor of it: an open file that
+// was unlinked must stay reachable for fstat, fchown and xattrs, and some
+// filesystems (tmpfs) do not open handles of unlinked files. That costs one
+// descriptor per open inode, next to the open file's own. If the file has
+// no name left at its last close, the descriptor stays until the kernel
+// forgets the node (it may still write back times after the close), as an
+// unlinked file lives locally until its last reference goes. The same
+// holds for a file whose last name the mount removes (KeepUnlinked).
 //
 // NodeId is the LocalInode's address, as in libfuse's passthrough_hp: no map
-// lookup on the hot path. The root is NodeId 1 (FUSE_ROOT_ID).
+// lookup on the hot path. The root is NodeId 1 (FUSE_ROOT_ID); it always
+// keeps its descriptor.
 //
 // Thread safety: thread-safe. LocalInode's identity fields are immutable; the
-// lookup count is guarded by the table's mutex; the cache fields by the
-// inode's own mutex. Lock order: table mutex before inode mutex (never the
-// reverse).
+// lookup count is guarded by the table's mutex; the open pin by the inode's
+// open_mu; the cache fields by its cache_mu. Lock order: table mutex before
+// an inode's mutexes (never the reverse); open_mu and cache_mu are never
+// held together.
 #ifndef FGDS_BACKEND_LOCAL_INODE_TABLE_H_
 #define FGDS_BACKEND_LOCAL_INODE_TABLE_H_
 
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -32,17 +56,47 @@ namespace fgds::backend {
 inline constexpr NodeId kRootNode = 1;
 inline constexpr NodeId kFirstNodeId = 4096;
 
+// A file handle as name_to_handle_at gives it; empty `bytes`: none.
+struct FileHandle {
+  int type = 0;
+  int mount_id = 0;
+  std::string bytes;
+  bool operator==(const FileHandle& other) const {
+    return type == other.type && mount_id == other.mount_id &&
+           bytes == other.bytes;
+  }
+};
+
 struct LocalInode {
-  LocalInode(int fd_in, dev_t dev_in, ino_t ino_in, mode_t type_in)
-      : fd(fd_in), dev(dev_in), ino(ino_in), type(type_in) {}
+  LocalInode(dev_t dev_in, ino_t ino_in, mode_t type_in, int pinned_fd_in,
+             FileHandle handle_in, int mount_fd_in)
+      : dev(dev_in),
+        ino(ino_in),
+        type(type_in),
+        pinned_fd(pinned_fd_in),
+        handle(std::move(handle_in)),
+        mount_fd(mount_fd_in) {}
   LocalInode(const LocalInode&) = delete;
   LocalInode& operator=(const LocalInode&) = delete;
 
-  const int fd;  // O_PATH | O_NOFOLLOW, owned
   const dev_t dev;
   const ino_t ino;
-  const mode_t type;     // S_IFMT bits
+  const mode_t type;  // S_IFMT bits
+  // O_PATH | O_NOFOLLOW, owned, held for the inode's life; -1 when `handle`
+  // reaches the inode.
+  const int pinned_fd;
+  const FileHandle handle;
+  // A descriptor on the handle's mount, for open_by_handle_at; owned by
+  // the table, which outlives its inodes. -1 with pinned_fd.
+  const int mount_fd;
   uint64_t nlookup = 0;  // guarded by InodeTable::mu_
+
+  // Files open on this inode, and the O_PATH descriptor held meanwhile and,
+  // for a file unlinked by its last close, until the node is forgotten (-1
+  // if none: the handle then serves alone).
+  fgds::Mutex open_mu;
+  int open_files ABSL_GUARDED_BY(open_mu) = 0;
+  int open_fd ABSL_GUARDED_BY(open_mu) = -1;
 
   // What the file looked like when a handle was last opened or released, so
   // an open can tell whether the kernel's cached pages are still valid.
@@ -52,41 +106,107 @@ struct LocalInode {
   off_t cache_size ABSL_GUARDED_BY(cache_mu) = 0;
 };
 
+// An O_PATH descriptor of a node for the length of one operation. Closed
+// on destruction when it was opened for the operation (never a pinned
+// one).
+class PathFd {
+ public:
+  PathFd(int fd, bool owned) : fd_(fd), owned_(owned) {}
+  ~PathFd();
+  PathFd(PathFd&& other) noexcept : fd_(other.fd_), owned_(other.owned_) {
+    other.owned_ = false;
+  }
+  PathFd(const PathFd&) = delete;
+  PathFd& operator=(const PathFd&) = delete;
+  PathFd& operator=(PathFd&&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  // The descriptor; REQUIRES: ok().
+  int get() const { return fd_; }
+  // When !ok(): the -errno that prevented it (-ENOENT: the backing file is
+  // gone).
+  int error() const { return fd_; }
+
+ private:
+  int fd_;  // or -errno
+  bool owned_;
+};
+
 class InodeTable {
  public:
+  enum class Reach {
+    kHandles,  // file handles where the filesystem and privileges allow
+    kPinned,   // an O_PATH descriptor per node (tests of the fallback)
+  };
+
   // Takes ownership of root_fd (an O_PATH descriptor of the backing root).
-  InodeTable(int root_fd, const struct stat& root_stat);
+  // With kHandles, probes once whether handles of the root's filesystem
+  // can be opened again; if not, every node is pinned.
+  InodeTable(int root_fd, const struct stat& root_stat,
+             Reach reach = Reach::kHandles);
   ~InodeTable();
   InodeTable(const InodeTable&) = delete;
   InodeTable& operator=(const InodeTable&) = delete;
 
   LocalInode& root() { return root_; }
+  // Whether nodes are reached by file handles (false: every node pins a
+  // descriptor).
+  bool uses_handles() const { return uses_handles_; }
 
   // The inode of a NodeId the kernel holds. Aborts on an id this table never
   // gave out: that is corrupted state, not a client error.
   LocalInode& Get(NodeId node);
 
+  // An O_PATH descriptor of `inode` for one operation, or the -errno why
+  // there is none (PathFd::error).
+  PathFd Open(LocalInode& inode);
+
   // Adds one lookup for the inode that `fd` (O_PATH, ownership passed) and
-  // `st` describe: an existing LocalInode (fd is then closed) or a new one.
+  // `st` describe: an existing LocalInode or a new one. `fd` is closed unless
+  // the new node pins it.
   NodeId Insert(int fd, const struct stat& st);
   // Takes `count` lookups away; deletes the inode at zero.
   void Forget(NodeId node, uint64_t count);
+  // Adds one lookup to `node`, which must be live (the kernel holds it);
+  // the caller gives it back with Forget.
+  void Acquire(NodeId node);
+
+  // A file of `inode` was opened through `fd` / its last-but-n was
+  // released: keeps the inode reachable while it is open (see top).
+  void FileOpened(LocalInode& inode, int fd);
+  void FileClosed(LocalInode& inode);
+  // `fd` (O_PATH, ownership passed) names a file whose last name was just
+  // removed through the mount. If the kernel knows its node, the node keeps
+  // `fd` until it is forgotten, as a local unlinked file lives while
+  // referenced: with the writeback cache the kernel may still write back
+  // its times after the unlink, which must not fail. Otherwise `fd` is
+  // closed.
+  void KeepUnlinked(int fd);
 
   size_t size();
 
-  // Adds one lookup to the one known inode whose st_ino is `ino` and sets
-  // *node to it (the caller gives the lookup back with Forget); -ESTALE if
-  // there is none, -EXDEV if several inodes on different devices share the
-  // number. O(inodes): for registrations, not data paths. Defined in
-  // local_reopen.cc.
-  int AcquireByIno(ino_t ino, NodeId* node);
-
  private:
   using Key = std::pair<dev_t, ino_t>;
+  // The handle of `fd`'s inode, or an empty one where it has none.
+  FileHandle HandleOf(int fd);
+  // A descriptor on the mount `mount_id` for open_by_handle_at; `fd` (an
+  // inode on that mount) is duplicated for it the first time. -1: none.
+  int MountFd(int mount_id, int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   fgds::Mutex mu_;
   absl::flat_hash_map<Key, LocalInode*> inodes_ ABSL_GUARDED_BY(mu_);
+  // mount id -> an O_PATH descriptor on that mount (one per mount under the
+  // backing root, the root's own included).
+  absl::flat_hash_map<int, int> mount_fds_ ABSL_GUARDED_BY(mu_);
   LocalInode root_;
+  bool uses_handles_ = false;
 };
+
+// Whether `node` can be a LocalInode's id: the root or an id from
+// kFirstNodeId on (below are the daemon's virtual files).
+inline bool IsBackendNode(NodeId node) {
+  return node == kRootNode || node >= kFirstNodeId;
+}
 
 inline NodeId ToNodeId(LocalInode& inode, LocalInode& root) {
   return &inode == &root ? kRootNode : reinterpret_cast<NodeId>(&inode);

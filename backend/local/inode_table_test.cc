@@ -1,8 +1,15 @@
 #include "backend/local/inode_table.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -59,6 +66,140 @@ TEST(InodeTableDeathTest, ForgetMoreThanLookedUpAborts) {
   NodeId node = table.Insert(fd, StatFd(fd));
   EXPECT_DEATH(table.Forget(node, 2), "forget");
 }
+
+// Descriptors this process holds.
+int OpenFdCount() {
+  int count = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (dirent* e = readdir(d)) count += e->d_name[0] != '.';
+  closedir(d);
+  return count - 1;  // the directory stream's own
+}
+
+// A private directory of `files` empty files f0..f<n-1>, removed at the end.
+class InodeTableFilesTest : public ::testing::TestWithParam<InodeTable::Reach> {
+ protected:
+  void SetUp() override {
+    std::string dir = ::testing::TempDir() + "fgds-inode-table-XXXXXX";
+    ASSERT_NE(mkdtemp(dir.data()), nullptr);
+    dir_ = dir;
+    root_ = OpenPath(dir_.c_str());
+    ASSERT_GE(root_, 0);
+    table_ = std::make_unique<InodeTable>(root_, StatFd(root_), GetParam());
+  }
+  void TearDown() override {
+    table_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // Creates `name` and adds it to the table (one lookup).
+  NodeId Make(const std::string& name) {
+    int fd = open((dir_ + "/" + name).c_str(), O_CREAT | O_WRONLY, 0644);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    int path = openat(root_, name.c_str(), O_PATH | O_NOFOLLOW);
+    EXPECT_GE(path, 0);
+    return table_->Insert(path, StatFd(path));
+  }
+  bool handles() const {
+    return GetParam() == InodeTable::Reach::kHandles && table_->uses_handles();
+  }
+
+  std::string dir_;
+  int root_ = -1;  // owned by table_
+  std::unique_ptr<InodeTable> table_;
+};
+
+// The point of file handles: the kernel may know any number of nodes while
+// the daemon holds no descriptor for them. The fallback pins one each.
+TEST_P(InodeTableFilesTest, KnownNodesCostDescriptorsOnlyWithoutHandles) {
+  constexpr int kFiles = 2000;
+  const int before = OpenFdCount();
+  std::vector<NodeId> nodes;
+  for (int i = 0; i < kFiles; ++i) {
+    nodes.push_back(Make("f" + std::to_string(i)));
+  }
+  EXPECT_EQ(table_->size(), static_cast<size_t>(kFiles));
+  if (handles()) {
+    // One descriptor at most: the backing mount's, kept for
+    // open_by_handle_at.
+    EXPECT_LE(OpenFdCount(), before + 1);
+  } else {
+    EXPECT_EQ(OpenFdCount(), before + kFiles);
+  }
+  // Every node still reaches its own file.
+  for (int i = 0; i < kFiles; i += 97) {
+    PathFd fd = table_->Open(table_->Get(nodes[i]));
+    ASSERT_TRUE(fd.ok()) << fd.error();
+    struct stat by_node = StatFd(fd.get());
+    struct stat by_name;
+    ASSERT_EQ(fstatat(root_, ("f" + std::to_string(i)).c_str(), &by_name, 0),
+              0);
+    EXPECT_EQ(by_node.st_ino, by_name.st_ino);
+  }
+  for (NodeId node : nodes) table_->Forget(node, 1);
+  EXPECT_EQ(table_->size(), 0u);
+  EXPECT_LE(OpenFdCount(), before + (handles() ? 1 : 0));
+}
+
+// A file removed in the backing directory is gone for a node reached by
+// handle (ENOENT), unless it was open: then the open file keeps it
+// reachable, as a pinned node is, until the node is forgotten (the kernel
+// may write back times after the last close).
+TEST_P(InodeTableFilesTest, RemovedFileIsReachableOnlyWhileOpen) {
+  NodeId closed = Make("closed");
+  NodeId open_node = Make("open");
+  int file = open((dir_ + "/open").c_str(), O_RDWR);
+  ASSERT_GE(file, 0);
+  table_->FileOpened(table_->Get(open_node), file);
+  ASSERT_EQ(unlinkat(root_, "closed", 0), 0);
+  ASSERT_EQ(unlinkat(root_, "open", 0), 0);
+
+  PathFd gone = table_->Open(table_->Get(closed));
+  if (handles()) {
+    EXPECT_EQ(gone.error(), -ENOENT);
+  } else {
+    EXPECT_TRUE(gone.ok());  // the pin keeps it, which is the fallback's cost
+  }
+  {
+    PathFd still = table_->Open(table_->Get(open_node));
+    ASSERT_TRUE(still.ok()) << still.error();
+    EXPECT_EQ(StatFd(still.get()).st_nlink, 0u);
+  }
+
+  table_->FileClosed(table_->Get(open_node));
+  close(file);
+  const int before_forget = OpenFdCount();
+  EXPECT_TRUE(table_->Open(table_->Get(open_node)).ok());
+  table_->Forget(closed, 1);
+  table_->Forget(open_node, 1);
+  EXPECT_EQ(OpenFdCount(), before_forget - (handles() ? 1 : 2));
+}
+
+// A file that still has a name costs no descriptor once its last open
+// file is closed.
+TEST_P(InodeTableFilesTest, ClosingTheLastFileOfANamedInodeDropsItsDescriptor) {
+  NodeId node = Make("named");
+  const int before = OpenFdCount();
+  int file = open((dir_ + "/named").c_str(), O_RDWR);
+  ASSERT_GE(file, 0);
+  table_->FileOpened(table_->Get(node), file);
+  table_->FileOpened(table_->Get(node), file);
+  table_->FileClosed(table_->Get(node));
+  table_->FileClosed(table_->Get(node));
+  close(file);
+  EXPECT_EQ(OpenFdCount(), before);
+  table_->Forget(node, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reach, InodeTableFilesTest,
+                         ::testing::Values(InodeTable::Reach::kHandles,
+                                           InodeTable::Reach::kPinned),
+                         [](const auto& param_info) {
+                           return param_info.param ==
+                                          InodeTable::Reach::kHandles
+                                      ? std::string("Handles")
+                                      : std::string("Pinned");
+                         });
 
 }  // namespace
 }  // namespace fgds::backend

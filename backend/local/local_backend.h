@@ -1,10 +1,11 @@
 // File: backend/local/local_backend.h
 //
-// LocalBackend: a passthrough onto a backing directory. Every node is an
-// O_PATH descriptor (InodeTable) and every operation is the matching *at()
-// system call on it, so the backing filesystem does the real work and gives
-// the real errors. File data goes through the IoEngine (io_uring), each
-// request O_DIRECT or through the page cache as io_policy.h decides.
+// LocalBackend: a passthrough onto a backing directory. Every node is a
+// file handle (InodeTable), opened as an O_PATH descriptor for each
+// operation, which is the matching *at() system call on it, so the backing
+// filesystem does the real work and gives the real errors. File data goes
+// through the IoEngine (io_uring), each request O_DIRECT or through the page
+// cache as io_policy.h decides.
 //
 // The daemon runs as root; calls that create objects take the caller's
 // credentials (ScopedCredentials). Permission checks for everything else are
@@ -39,6 +40,9 @@ class LocalBackend : public Backend {
   // Why io_uring is not in use, or empty.
   const std::string& engine_fallback_reason() const { return fallback_; }
   size_t node_count() { return inodes_.size(); }
+  // Whether nodes are reached by file handles (false: each pins a
+  // descriptor; inode_table.h).
+  bool uses_file_handles() const { return inodes_.uses_handles(); }
 
   int Lookup(NodeId parent, const char* name, Entry* out) override;
   void Forget(NodeId node, uint64_t count) override;
@@ -79,7 +83,7 @@ class LocalBackend : public Backend {
   off_t Lseek(File* file, off_t offset, int whence) override;
   bool KeepCache(File* file) override;
   NodeId NodeOf(File* file) override;
-  int OpenByIno(ino_t ino, int flags, File** out) override;  // local_reopen.cc
+  int OpenNode(NodeId node, int flags, File** out) override;  // local_reopen.cc
 
   // local_io.cc
   void SubmitIo(std::span<const FileIoRequest> batch) override;
@@ -95,8 +99,14 @@ class LocalBackend : public Backend {
   LocalBackend(int root_fd, const struct stat& root_stat,
                std::unique_ptr<io::IoEngine> engine, std::string fallback);
 
-  // Looks `name` up under `parent` and registers the result (one lookup).
-  int LookupEntry(LocalInode& parent, const char* name, Entry* out);
+  // Looks `name` up in the directory `dir_fd` and registers the result (one
+  // lookup).
+  int LookupEntry(int dir_fd, const char* name, Entry* out);
+  // LookupEntry for a name this call just created; on failure removes it
+  // again (rmdir for `is_dir`), so that a failed create leaves nothing.
+  int LookupCreated(int dir_fd, const char* name, bool is_dir, Entry* out);
+  // A new descriptor of `inode` with open(2) `flags`, or -errno.
+  int ReopenNode(LocalInode& inode, int flags);
   // Remembers the file's current mtime and size; returns whether they equal
   // what was remembered before (the kernel's cached pages are still valid).
   bool RememberCacheState(LocalInode& inode, int fd);

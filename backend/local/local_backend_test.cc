@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -59,6 +60,28 @@ struct Aligned {
       : data(static_cast<char*>(std::aligned_alloc(4096, size))) {}
   ~Aligned() { std::free(data); }
   char* const data;
+};
+
+// While alive, this process can open exactly `spare` more descriptors (the
+// soft limit is lowered to just above the spare slots); restores it after.
+class FdBudget {
+ public:
+  explicit FdBudget(int spare) {
+    getrlimit(RLIMIT_NOFILE, &saved_);
+    int free_slots = 0;
+    int fd = 0;
+    for (; free_slots < spare; ++fd) {
+      if (fcntl(fd, F_GETFD) < 0) ++free_slots;
+    }
+    rlimit lowered = {static_cast<rlim_t>(fd), saved_.rlim_max};
+    setrlimit(RLIMIT_NOFILE, &lowered);
+  }
+  ~FdBudget() { setrlimit(RLIMIT_NOFILE, &saved_); }
+  FdBudget(const FdBudget&) = delete;
+  FdBudget& operator=(const FdBudget&) = delete;
+
+ private:
+  rlimit saved_;
 };
 
 class LocalBackendTest : public ::testing::Test {
@@ -364,14 +387,14 @@ TEST_F(LocalBackendTest, DefaultAclReplacesTheUmask) {
 
 // A usrbio registration holds its own lookup: the kernel forgetting the
 // node must not free what the handle points to.
-TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {
+TEST_F(LocalBackendTest, OpenNodeOutlivesTheKernelsLookups) {
   Caller root;
   Entry e;
   File* file = nullptr;
   ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &e, &file), 0);
   backend_->Release(file);
   File* registered = nullptr;
-  ASSERT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), 0);
+  ASSERT_EQ(backend_->OpenNode(e.node, O_RDWR, &registered), 0);
   EXPECT_EQ(backend_->NodeOf(registered), e.node);
   backend_->Forget(e.node, 1);
   EXPECT_EQ(backend_->node_count(), 1u);
@@ -379,9 +402,161 @@ TEST_F(LocalBackendTest, OpenByInoOutlivesTheKernelsLookups) {
   EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, registered, data, 10, 0), 10);
   backend_->Release(registered);
   EXPECT_EQ(backend_->node_count(), 0u);
-  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino, O_RDWR, &registered), -ESTALE);
-  EXPECT_EQ(backend_->OpenByIno(e.attr.st_ino + 1000000, O_RDONLY, &registered),
-            -ESTALE);
+}
+
+// Only files of the backing directory can be registered: the daemon's own
+// virtual files (ids below kFirstNodeId) and directories are refused.
+TEST_F(LocalBackendTest, OpenNodeRefusesControlNodesAndDirectories) {
+  File* registered = nullptr;
+  for (NodeId control = 2; control < kFirstNodeId; control += 97) {
+    EXPECT_EQ(backend_->OpenNode(control, O_RDONLY, &registered), -EPERM)
+        << control;
+  }
+  EXPECT_EQ(backend_->OpenNode(kRootNode, O_RDONLY, &registered), -EINVAL);
+  Caller root;
+  Entry dir;
+  ASSERT_EQ(backend_->MkDir(root, kRootNode, "d", 0755, &dir), 0);
+  EXPECT_EQ(backend_->OpenNode(dir.node, O_RDONLY, &registered), -EINVAL);
+  backend_->Forget(dir.node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A create that fails after the backing file was made (here: the
+// descriptor limit, reached one step later) removes it again: the caller
+// was told it failed, and a retry with O_EXCL must not meet EEXIST.
+TEST_F(LocalBackendTest, FailedCreatesLeaveNothingBehind) {
+  Caller root;
+  Entry sub;
+  ASSERT_EQ(backend_->MkDir(root, kRootNode, "sub", 0755, &sub), 0);
+  for (NodeId parent : {kRootNode, sub.node}) {
+    const std::string dir = parent == kRootNode ? dir_ : Path("sub");
+    int failed = 0;
+    for (int spare = 0; spare < 4; ++spare) {
+      const std::string name = "f" + std::to_string(spare);
+      const size_t nodes = backend_->node_count();
+      Entry e;
+      File* file = nullptr;
+      int ret;
+      {
+        FdBudget budget(spare);
+        ret = backend_->Create(root, parent, name.c_str(), 0644,
+                               O_RDWR | O_EXCL, &e, &file);
+      }
+      if (ret == 0) {
+        backend_->Release(file);
+        backend_->Forget(e.node, 1);
+        continue;
+      }
+      ++failed;
+      EXPECT_EQ(ret, -EMFILE);
+      struct stat st;
+      EXPECT_NE(lstat((dir + "/" + name).c_str(), &st), 0)
+          << name << " left behind with " << spare << " spare descriptors";
+      EXPECT_EQ(backend_->node_count(), nodes);
+      ASSERT_EQ(backend_->Create(root, parent, name.c_str(), 0644,
+                                 O_RDWR | O_EXCL, &e, &file),
+                0);
+      backend_->Release(file);
+      backend_->Forget(e.node, 1);
+    }
+    EXPECT_GE(failed, 2);  // the open itself, and the step after it
+  }
+  backend_->Forget(sub.node, 1);
+}
+
+TEST_F(LocalBackendTest, FailedMkdirSymlinkAndMknodLeaveNothingBehind) {
+  Caller root;
+  Entry e;
+  int results[3];
+  {
+    FdBudget budget(0);  // creating needs none; registering the result one
+    results[0] = backend_->MkDir(root, kRootNode, "d", 0755, &e);
+    results[1] = backend_->SymLink(root, "target", kRootNode, "l", &e);
+    results[2] = backend_->MkNod(root, kRootNode, "p", S_IFIFO | 0644, 0, &e);
+  }
+  for (int result : results) EXPECT_EQ(result, -EMFILE);
+  struct stat st;
+  for (const char* name : {"d", "l", "p"}) {
+    EXPECT_NE(lstat(Path(name).c_str(), &st), 0) << name << " left behind";
+  }
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// An open file stays reachable by its node after its last name is removed
+// (fstat, fchmod, xattrs on the open file), and after its close too, until
+// the kernel forgets the node: it may still write back times then, as it
+// could on a local filesystem.
+TEST_F(LocalBackendTest, UnlinkedOpenFileStaysReachable) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "u", 0644, O_RDWR, &e, &file), 0);
+  ASSERT_EQ(backend_->Unlink(kRootNode, "u"), 0);
+  struct stat st;
+  ASSERT_EQ(backend_->GetAttr(e.node, &st), 0);
+  EXPECT_EQ(st.st_nlink, 0u);
+  SetAttrRequest chmod_request;
+  chmod_request.valid = kSetMode;
+  chmod_request.attr.st_mode = 0600;
+  ASSERT_EQ(backend_->SetAttr(e.node, chmod_request, &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  backend_->Release(file);
+  ASSERT_EQ(backend_->GetAttr(e.node, &st), 0);
+  EXPECT_EQ(st.st_nlink, 0u);
+  backend_->Forget(e.node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A closed file whose last name the mount removes (unlink, or a rename
+// over it) lives on while the kernel knows its node: with the writeback
+// cache the kernel writes back its times after the unlink, and a failure
+// there would surface as a writeback error (syncfs returning ENOENT).
+TEST_F(LocalBackendTest, FileUnlinkedThroughTheMountLivesUntilForgotten) {
+  Caller root;
+  std::vector<NodeId> nodes;
+  for (const char* name : {"gone", "replaced", "other"}) {
+    Entry e;
+    File* file = nullptr;
+    ASSERT_EQ(backend_->Create(root, kRootNode, name, 0644, O_RDWR, &e, &file),
+              0);
+    backend_->Release(file);
+    nodes.push_back(e.node);
+  }
+  ASSERT_EQ(backend_->Unlink(kRootNode, "gone"), 0);
+  ASSERT_EQ(backend_->Rename(kRootNode, "other", kRootNode, "replaced", 0), 0);
+  for (NodeId node : {nodes[0], nodes[1]}) {
+    SetAttrRequest times;
+    times.valid = kSetMtimeNow;
+    struct stat st;
+    ASSERT_EQ(backend_->SetAttr(node, times, &st), 0);
+    EXPECT_EQ(st.st_nlink, 0u);
+  }
+  for (NodeId node : nodes) backend_->Forget(node, 1);
+  EXPECT_EQ(backend_->node_count(), 0u);
+}
+
+// A file removed behind the mount's back (in the backing directory) is
+// gone for its node once closed: no descriptor keeps it.
+TEST_F(LocalBackendTest, FileRemovedInTheBackingDirectoryIsGoneForItsNode) {
+  if (!backend_->uses_file_handles()) GTEST_SKIP() << "nodes pin descriptors";
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "r", 0644, O_RDWR, &e, &file), 0);
+  backend_->Release(file);
+  ASSERT_EQ(unlink(Path("r").c_str()), 0);
+  struct stat st;
+  EXPECT_EQ(backend_->GetAttr(e.node, &st), -ENOENT);
+  File* reopened = nullptr;
+  EXPECT_EQ(backend_->Open(e.node, O_RDONLY, &reopened), -ENOENT);
+  backend_->Forget(e.node, 1);
+}
+
+// Root in the backing directory's filesystem (the daemon's case) reaches
+// nodes by file handle, so a node the kernel knows holds no descriptor.
+TEST_F(LocalBackendTest, NodesAreFileHandlesWherePrivilegeAllows) {
+  if (geteuid() != 0) GTEST_SKIP() << "open_by_handle_at needs root";
+  EXPECT_TRUE(backend_->uses_file_handles());
 }
 
 }  // namespace

@@ -22,8 +22,9 @@ class Dir {
 };
 
 int LocalBackend::OpenDir(NodeId node, Dir** out) {
-  LocalInode& inode = inodes_.Get(node);
-  int fd = openat(inode.fd, ".", O_RDONLY | O_DIRECTORY);
+  PathFd dir = inodes_.Open(inodes_.Get(node));
+  if (!dir.ok()) return dir.error();
+  int fd = openat(dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -errno;
   DIR* stream = fdopendir(fd);
   if (stream == nullptr) {

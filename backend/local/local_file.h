@@ -21,7 +21,7 @@ class File {
  public:
   // Takes ownership of `fd`. Opens the twin when `want_twin` and the
   // descriptor allows it (not O_APPEND, a filesystem with O_DIRECT).
-  // `holds_lookup`: the handle holds one lookup of `inode` (OpenByIno),
+  // `holds_lookup`: the handle holds one lookup of `inode` (OpenNode),
   // which Release gives back.
   File(int fd, LocalInode& inode, NodeId node, bool keep_cache, bool want_twin,
        bool holds_lookup);

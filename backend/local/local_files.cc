@@ -55,6 +55,31 @@ int MainFlags(int flags, bool* want_twin) {
   return flags & ~(O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW | O_DIRECT);
 }
 
+// Opens `name` in `dir_fd`, creating it with `mode` if it does not exist
+// (only then when `exclusive`); *created tells whether this call made it.
+// O_EXCL first, so that a failed create knows whether the file is its own
+// to remove again. Returns the descriptor or -errno.
+int OpenOrCreate(int dir_fd, const char* name, int open_flags, mode_t mode,
+                 bool exclusive, bool* created) {
+  // A name that comes and goes between the two attempts: try again, a few
+  // times, as the kernel does for O_CREAT.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    int fd = openat(dir_fd, name, open_flags | O_CREAT | O_EXCL, mode);
+    if (fd >= 0) {
+      *created = true;
+      return fd;
+    }
+    if (errno != EEXIST || exclusive) return -errno;
+    fd = openat(dir_fd, name, open_flags);
+    if (fd >= 0) {
+      *created = false;
+      return fd;
+    }
+    if (errno != ENOENT) return -errno;
+  }
+  return -EAGAIN;
+}
+
 }  // namespace
 
 bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
@@ -71,37 +96,51 @@ bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
   return same;
 }
 
-int LocalBackend::Open(NodeId node, int flags, File** out) {
-  LocalInode& inode = inodes_.Get(node);
+int LocalBackend::ReopenNode(LocalInode& inode, int flags) {
+  PathFd path = inodes_.Open(inode);
+  if (!path.ok()) return path.error();
   // O_PATH descriptors cannot do I/O: reopen the inode through /proc. The
   // name in the backing directory may have changed; the inode has not.
+  int fd = open(ProcFdPath(path.get()).c_str(), flags);
+  return fd >= 0 ? fd : -errno;
+}
+
+int LocalBackend::Open(NodeId node, int flags, File** out) {
+  LocalInode& inode = inodes_.Get(node);
   bool twin;
-  int fd = open(ProcFdPath(inode.fd).c_str(), MainFlags(flags, &twin));
-  if (fd < 0) return -errno;
+  int fd = ReopenNode(inode, MainFlags(flags, &twin));
+  if (fd < 0) return fd;
   bool keep = RememberCacheState(inode, fd);
   *out = new File(fd, inode, node, keep, twin, /*holds_lookup=*/false);
+  inodes_.FileOpened(inode, fd);
   return 0;
 }
 
 int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
                          mode_t mode, int flags, Entry* entry, File** out) {
-  LocalInode& dir = inodes_.Get(parent);
-  int fd;
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
   bool twin;
+  const int open_flags = MainFlags(flags, &twin);
+  int fd;
+  bool created = false;
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    // O_EXCL stays: it is the creator's question.
-    fd = openat(dir.fd, name,
-                MainFlags(flags, &twin) | O_CREAT | (flags & O_EXCL),
-                CreationMode(dir.fd, mode, caller.umask));
-    if (fd < 0) return -errno;
+    fd = OpenOrCreate(dir.get(), name, open_flags,
+                      CreationMode(dir.get(), mode, caller.umask),
+                      flags & O_EXCL, &created);
+    if (fd < 0) return fd;
   }
-  // Pin the inode we created, not whatever the name points to by now.
-  int path_fd = open(ProcFdPath(fd).c_str(), O_PATH);
-  if (path_fd < 0 || fstatat(path_fd, "", &entry->attr, AT_EMPTY_PATH) != 0) {
+  // Register the inode we opened, not whatever the name points to by now.
+  int path_fd = open(ProcFdPath(fd).c_str(), O_PATH | O_CLOEXEC);
+  if (path_fd < 0 || fstat(fd, &entry->attr) != 0) {
     int err = errno;
     if (path_fd >= 0) close(path_fd);
+    // No half-done create: the caller is told it failed, so the file it
+    // would have created must not be there (a retry with O_EXCL would get
+    // EEXIST).
+    if (created) unlinkat(dir.get(), name, 0);
     close(fd);
     return -err;
   }
@@ -110,6 +149,7 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   RememberCacheState(inode, fd);
   *out = new File(fd, inode, entry->node, false, twin,
                   /*holds_lookup=*/false);
+  inodes_.FileOpened(inode, fd);
   return 0;
 }
 
@@ -128,6 +168,7 @@ void LocalBackend::Release(File* file) {
   if (!file->holds_lookup) RememberCacheState(file->inode, file->fd);
   const bool forget = file->holds_lookup;
   const NodeId node = file->node;
+  inodes_.FileClosed(file->inode);
   delete file;
   if (forget) inodes_.Forget(node, 1);
 }

@@ -47,11 +47,10 @@ LocalBackend::~LocalBackend() {
   engine_.reset();
 }
 
-int LocalBackend::LookupEntry(LocalInode& parent, const char* name,
-                              Entry* out) {
+int LocalBackend::LookupEntry(int dir_fd, const char* name, Entry* out) {
   // Open first, then stat the descriptor: the attributes are then those of
-  // the very inode we pinned, even if the name is replaced meanwhile.
-  int fd = openat(parent.fd, name, O_PATH | O_NOFOLLOW);
+  // the very inode we registered, even if the name is replaced meanwhile.
+  int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -errno;
   if (fstatat(fd, "", &out->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
     int err = errno;
@@ -63,7 +62,18 @@ int LocalBackend::LookupEntry(LocalInode& parent, const char* name,
 }
 
 int LocalBackend::Lookup(NodeId parent, const char* name, Entry* out) {
-  return LookupEntry(inodes_.Get(parent), name, out);
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
+  return LookupEntry(dir.get(), name, out);
+}
+
+int LocalBackend::LookupCreated(int dir_fd, const char* name, bool is_dir,
+                                Entry* out) {
+  int ret = LookupEntry(dir_fd, name, out);
+  // A create that cannot be reported must not stay half-done: the caller
+  // gets the error, so nothing may be left under the name.
+  if (ret != 0) unlinkat(dir_fd, name, is_dir ? AT_REMOVEDIR : 0);
+  return ret;
 }
 
 void LocalBackend::Forget(NodeId node, uint64_t count) {
@@ -71,8 +81,9 @@ void LocalBackend::Forget(NodeId node, uint64_t count) {
 }
 
 int LocalBackend::GetAttr(NodeId node, struct stat* out) {
-  LocalInode& inode = inodes_.Get(node);
-  if (fstatat(inode.fd, "", out, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+  PathFd fd = inodes_.Open(inodes_.Get(node));
+  if (!fd.ok()) return fd.error();
+  if (fstatat(fd.get(), "", out, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
     return -errno;
   }
   return 0;
@@ -81,9 +92,11 @@ int LocalBackend::GetAttr(NodeId node, struct stat* out) {
 int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
                           struct stat* out) {
   LocalInode& inode = inodes_.Get(node);
+  PathFd fd = inodes_.Open(inode);
+  if (!fd.ok()) return fd.error();
   const unsigned valid = request.valid;
   const struct stat& attr = request.attr;
-  const std::string path = ProcFdPath(inode.fd);
+  const std::string path = ProcFdPath(fd.get());
   int file_fd = request.file != nullptr ? request.file->fd : -1;
 
   if (valid & kSetMode) {
@@ -95,7 +108,7 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
   if (valid & (kSetUid | kSetGid)) {
     uid_t uid = (valid & kSetUid) ? attr.st_uid : static_cast<uid_t>(-1);
     gid_t gid = (valid & kSetGid) ? attr.st_gid : static_cast<gid_t>(-1);
-    if (fchownat(inode.fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) {
+    if (fchownat(fd.get(), "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW)) {
       return -errno;
     }
   }
@@ -122,7 +135,7 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
     } else if (inode.type == S_IFLNK) {
       // The /proc link would be followed to the target; the descriptor
       // itself names the symlink (AT_EMPTY_PATH, Linux 5.8+).
-      res = utimensat(inode.fd, "", times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+      res = utimensat(fd.get(), "", times, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
     } else {
       res = utimensat(AT_FDCWD, path.c_str(), times, 0);
     }
@@ -132,9 +145,10 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
 }
 
 int LocalBackend::ReadLink(NodeId node, std::string* target) {
-  LocalInode& inode = inodes_.Get(node);
+  PathFd fd = inodes_.Open(inodes_.Get(node));
+  if (!fd.ok()) return fd.error();
   char buf[PATH_MAX + 1];
-  ssize_t n = readlinkat(inode.fd, "", buf, sizeof(buf));
+  ssize_t n = readlinkat(fd.get(), "", buf, sizeof(buf));
   if (n < 0) return -errno;
   if (static_cast<size_t>(n) >= sizeof(buf)) return -ENAMETOOLONG;
   target->assign(buf, static_cast<size_t>(n));
@@ -143,76 +157,106 @@ int LocalBackend::ReadLink(NodeId node, std::string* target) {
 
 int LocalBackend::MkNod(const Caller& caller, NodeId parent, const char* name,
                         mode_t mode, dev_t rdev, Entry* out) {
-  LocalInode& dir = inodes_.Get(parent);
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    if (mknodat(dir.fd, name, CreationMode(dir.fd, mode, caller.umask), rdev) !=
-        0) {
+    if (mknodat(dir.get(), name, CreationMode(dir.get(), mode, caller.umask),
+                rdev) != 0) {
       return -errno;
     }
   }
-  return LookupEntry(dir, name, out);
+  return LookupCreated(dir.get(), name, /*is_dir=*/false, out);
 }
 
 int LocalBackend::MkDir(const Caller& caller, NodeId parent, const char* name,
                         mode_t mode, Entry* out) {
-  LocalInode& dir = inodes_.Get(parent);
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    if (mkdirat(dir.fd, name, CreationMode(dir.fd, mode, caller.umask)) != 0) {
+    if (mkdirat(dir.get(), name, CreationMode(dir.get(), mode, caller.umask)) !=
+        0) {
       return -errno;
     }
   }
-  return LookupEntry(dir, name, out);
+  return LookupCreated(dir.get(), name, /*is_dir=*/true, out);
 }
 
 int LocalBackend::SymLink(const Caller& caller, const char* target,
                           NodeId parent, const char* name, Entry* out) {
-  LocalInode& dir = inodes_.Get(parent);
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
   {
     ScopedCredentials creds(caller);
     if (creds.error() != 0) return creds.error();
-    if (symlinkat(target, dir.fd, name) != 0) return -errno;
+    if (symlinkat(target, dir.get(), name) != 0) return -errno;
   }
-  return LookupEntry(dir, name, out);
+  return LookupCreated(dir.get(), name, /*is_dir=*/false, out);
 }
 
 int LocalBackend::Link(NodeId node, NodeId new_parent, const char* new_name,
                        Entry* out) {
-  LocalInode& inode = inodes_.Get(node);
-  LocalInode& dir = inodes_.Get(new_parent);
+  PathFd inode = inodes_.Open(inodes_.Get(node));
+  if (!inode.ok()) return inode.error();
+  PathFd dir = inodes_.Open(inodes_.Get(new_parent));
+  if (!dir.ok()) return dir.error();
   // linkat(fd, "", ..., AT_EMPTY_PATH) would need CAP_DAC_READ_SEARCH; the
   // /proc link works for any owner of the descriptor.
-  if (linkat(AT_FDCWD, ProcFdPath(inode.fd).c_str(), dir.fd, new_name,
+  if (linkat(AT_FDCWD, ProcFdPath(inode.get()).c_str(), dir.get(), new_name,
              AT_SYMLINK_FOLLOW) != 0) {
     return -errno;
   }
-  return LookupEntry(dir, new_name, out);
+  return LookupCreated(dir.get(), new_name, /*is_dir=*/false, out);
 }
 
 int LocalBackend::Unlink(NodeId parent, const char* name) {
-  if (unlinkat(inodes_.Get(parent).fd, name, 0) != 0) return -errno;
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
+  // What the name holds, kept across the unlink for KeepUnlinked.
+  int victim = openat(dir.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (unlinkat(dir.get(), name, 0) != 0) {
+    int err = errno;
+    if (victim >= 0) close(victim);
+    return -err;
+  }
+  if (victim >= 0) inodes_.KeepUnlinked(victim);
   return 0;
 }
 
 int LocalBackend::RmDir(NodeId parent, const char* name) {
-  if (unlinkat(inodes_.Get(parent).fd, name, AT_REMOVEDIR) != 0) return -errno;
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
+  if (unlinkat(dir.get(), name, AT_REMOVEDIR) != 0) return -errno;
   return 0;
 }
 
 int LocalBackend::Rename(NodeId parent, const char* name, NodeId new_parent,
                          const char* new_name, unsigned flags) {
-  if (renameat2(inodes_.Get(parent).fd, name, inodes_.Get(new_parent).fd,
-                new_name, flags) != 0) {
-    return -errno;
+  PathFd from = inodes_.Open(inodes_.Get(parent));
+  if (!from.ok()) return from.error();
+  PathFd to = inodes_.Open(inodes_.Get(new_parent));
+  if (!to.ok()) return to.error();
+  // A file the rename replaces loses a name, like an unlinked one.
+  int victim =
+      (flags & RENAME_EXCHANGE)
+          ? -1
+          : openat(to.get(), new_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (renameat2(from.get(), name, to.get(), new_name, flags) != 0) {
+    int err = errno;
+    if (victim >= 0) close(victim);
+    return -err;
   }
+  if (victim >= 0) inodes_.KeepUnlinked(victim);
   return 0;
 }
 
 int LocalBackend::StatFs(NodeId node, struct statvfs* out) {
-  if (fstatvfs(inodes_.Get(node).fd, out) != 0) return -errno;
+  PathFd fd = inodes_.Open(inodes_.Get(node));
+  if (!fd.ok()) return fd.error();
+  if (fstatvfs(fd.get(), out) != 0) return -errno;
   return 0;
 }
 

@@ -12,7 +12,9 @@ int LocalBackend::SetXattr(NodeId node, const char* name, const void* value,
                            size_t size, int flags) {
   LocalInode& inode = inodes_.Get(node);
   if (inode.type == S_IFLNK) return -EPERM;  // as Linux does for user.*
-  if (setxattr(ProcFdPath(inode.fd).c_str(), name, value, size, flags) != 0) {
+  PathFd fd = inodes_.Open(inode);
+  if (!fd.ok()) return fd.error();
+  if (setxattr(ProcFdPath(fd.get()).c_str(), name, value, size, flags) != 0) {
     return -errno;
   }
   return 0;
@@ -22,21 +24,27 @@ int LocalBackend::GetXattr(NodeId node, const char* name, void* value,
                            size_t size) {
   LocalInode& inode = inodes_.Get(node);
   if (inode.type == S_IFLNK) return -ENODATA;
-  ssize_t n = getxattr(ProcFdPath(inode.fd).c_str(), name, value, size);
+  PathFd fd = inodes_.Open(inode);
+  if (!fd.ok()) return fd.error();
+  ssize_t n = getxattr(ProcFdPath(fd.get()).c_str(), name, value, size);
   return n >= 0 ? static_cast<int>(n) : -errno;
 }
 
 int LocalBackend::ListXattr(NodeId node, char* list, size_t size) {
   LocalInode& inode = inodes_.Get(node);
   if (inode.type == S_IFLNK) return 0;
-  ssize_t n = listxattr(ProcFdPath(inode.fd).c_str(), list, size);
+  PathFd fd = inodes_.Open(inode);
+  if (!fd.ok()) return fd.error();
+  ssize_t n = listxattr(ProcFdPath(fd.get()).c_str(), list, size);
   return n >= 0 ? static_cast<int>(n) : -errno;
 }
 
 int LocalBackend::RemoveXattr(NodeId node, const char* name) {
   LocalInode& inode = inodes_.Get(node);
   if (inode.type == S_IFLNK) return -ENODATA;
-  if (removexattr(ProcFdPath(inode.fd).c_str(), name) != 0) return -errno;
+  PathFd fd = inodes_.Open(inode);
+  if (!fd.ok()) return fd.error();
+  if (removexattr(ProcFdPath(fd.get()).c_str(), name) != 0) return -errno;
   return 0;
 }
 

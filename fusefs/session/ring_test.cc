@@ -112,7 +112,7 @@ class RingTest : public ::testing::Test {
 
   void AddFile(bool readable, bool writable, uint64_t node) {
     backend::File* file = nullptr;
-    ASSERT_EQ(backend_.OpenByIno(1000 + files_.size(), O_RDWR, &file), 0);
+    ASSERT_EQ(backend_.OpenNode(1000 + files_.size(), O_RDWR, &file), 0);
     files_.push_back(file);
     ASSERT_EQ(registry_->AddFile(std::make_shared<RegisteredFile>(
                   &backend_, file, readable, writable, node)),

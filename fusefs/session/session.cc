@@ -17,6 +17,7 @@
 #include "fusefs/session/client_eventfd.h"
 #include "fusefs/session/client_memory.h"
 #include "fusefs/session/gpu_iov.h"
+#include "fusefs/session/mount_node.h"
 
 namespace fgds::session {
 namespace {
@@ -444,20 +445,30 @@ int Session::UnregisterIor(uint32_t id) {
 int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
   bool readable = false;
   bool writable = false;
-  int mode = AccessMode(fd, &readable, &writable);
+  int ret = AccessMode(fd, &readable, &writable);
+  const int mode = ret;
   struct stat st;
   // fstat of a file on our mount is answered by our own FUSE threads (or
   // the kernel's attribute cache); it moves no data through the mount.
-  if (mode >= 0 && fstat(fd, &st) != 0) mode = -EBADF;
-  // Close at once: a descriptor of our own mount held by the daemon would
-  // keep the mount busy at unmount.
-  close(fd);
-  if (mode < 0) return mode;
-  if (st.st_dev != context_.mount_dev) return -EBADF;
-  if (!S_ISREG(st.st_mode)) return -EINVAL;
+  if (ret >= 0 && fstat(fd, &st) != 0) ret = -EBADF;
+  if (ret >= 0 && st.st_dev != context_.mount_dev) ret = -EBADF;
+  if (ret >= 0 && !S_ISREG(st.st_mode)) ret = -EINVAL;
+  backend::NodeId node = 0;
+  if (ret >= 0) {
+    ret = context_.node_of_fd ? context_.node_of_fd(fd, &node)
+                              : MountNodeOf(fd, context_.mount_dev, &node);
+  }
   backend::File* handle = nullptr;
-  int ret = context_.backend->OpenByIno(st.st_ino, mode, &handle);
-  if (ret != 0) return ret == -ESTALE ? -EBADF : ret;
+  // Open while the client's descriptor is still held: it keeps the
+  // kernel's inode, so `node` cannot have been forgotten (and its id given
+  // to another file) in between.
+  if (ret >= 0) ret = context_.backend->OpenNode(node, mode, &handle);
+  // Then close at once: a descriptor of our own mount held by the daemon
+  // would keep the mount busy at unmount.
+  close(fd);
+  // ESTALE: the backing file is gone; for the client, a descriptor that
+  // cannot be registered.
+  if (ret < 0) return ret == -ESTALE ? -EBADF : ret;
   auto file = std::make_shared<RegisteredFile>(
       context_.backend, handle, readable, writable,
       context_.backend->NodeOf(handle), /*unprivileged_writer=*/uid_ != 0);

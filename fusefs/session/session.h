@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -51,6 +52,10 @@ struct SessionContext {
   backend::Backend* backend = nullptr;
   // st_dev of the mount as clients see it: a registered fd must be on it.
   dev_t mount_dev = 0;
+  // Which backend node a client's registered descriptor (on the mount)
+  // names. Empty: the kernel's own answer (mount_node.h). Tests without a
+  // mount give their own.
+  std::function<int(int fd, backend::NodeId* node)> node_of_fd;
   // Keeps the mount's page cache coherent with usrbio writes; null: none
   // (a daemon without a mount, tests).
   CacheInvalidator* invalidator = nullptr;

@@ -1,8 +1,9 @@
 // Session: one usrbio connection, driven over a socketpair by a test client
 // that writes raw wire messages (usrbio_wire.h), against FakeBackend
 // (session_testing.h). No mount: SessionContext.mount_dev is the device of
-// a temporary directory, so registering a file made there reaches
-// OpenByIno.
+// a temporary directory, and node_of_fd names a file there by its inode
+// number (a FUSE mount's kernel answers with the node id: mount_node.h), so
+// registering a file made there reaches OpenNode.
 //
 // Each test checks what the daemon keeps: descriptors it received are
 // closed unless a registration holds them, and every backend handle it
@@ -107,6 +108,12 @@ class SessionTest : public ::testing::Test {
     ino_ = st.st_ino;
     context_.backend = &backend_;
     context_.mount_dev = st.st_dev;
+    context_.node_of_fd = [](int client_fd, backend::NodeId* node) {
+      struct stat file_st;
+      if (fstat(client_fd, &file_st) != 0) return -errno;
+      *node = file_st.st_ino;
+      return 0;
+    };
     context_.io_stats = &stats_;
     context_.limits.max_rings = 2;
     context_.limits.registry.max_iovs = 4;
@@ -127,7 +134,7 @@ class SessionTest : public ::testing::Test {
     backend_.CompleteRest(-ECANCELED);
     EXPECT_EQ(backend_.open_handles(), 0);
     for (const FakeBackend::Opened& open : backend_.opens()) {
-      EXPECT_EQ(backend_.releases(open.file), 1) << "ino " << open.ino;
+      EXPECT_EQ(backend_.releases(open.file), 1) << "node " << open.node;
     }
     unlink(path_.c_str());
     rmdir(dir_.c_str());
@@ -376,7 +383,7 @@ TEST_F(SessionTest, FilesAreRegisteredThroughTheBackendByInode) {
   EXPECT_EQ(id, 2u);
   const std::vector<FakeBackend::Opened> opens = backend_.opens();
   ASSERT_EQ(opens.size(), 3u);
-  EXPECT_EQ(opens[0].ino, ino_);
+  EXPECT_EQ(opens[0].node, ino_);
   EXPECT_EQ(opens[0].flags, O_RDWR);
   EXPECT_EQ(opens[1].flags, O_RDONLY);
   EXPECT_EQ(opens[2].flags, O_WRONLY);

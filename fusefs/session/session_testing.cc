@@ -192,11 +192,12 @@ backend::File* FakeBackend::HandleFor(size_t index) {
   return reinterpret_cast<backend::File*>(&handles_[index % sizeof(handles_)]);
 }
 
-int FakeBackend::OpenByIno(ino_t ino, int flags, backend::File** out) {
+int FakeBackend::OpenNode(backend::NodeId node, int flags,
+                          backend::File** out) {
   fgds::MutexLock lock(&mu_);
   if (open_error_ != 0) return open_error_;
   backend::File* file = HandleFor(opens_.size());
-  opens_.push_back({ino, flags, file});
+  opens_.push_back({node, flags, file});
   releases_.push_back(0);
   *out = file;
   return 0;

@@ -6,7 +6,7 @@
 // records each request; the test completes them when it chooses, from a
 // thread of its own, with the result and IoPath it chooses. It can also hold
 // the calling (ring worker) thread inside SubmitIo, which gives a test a
-// point where it knows exactly what the worker is doing. OpenByIno hands out
+// point where it knows exactly what the worker is doing. OpenNode hands out
 // fake File handles and Release counts them. The namespace methods return
 // -ENOSYS.
 //
@@ -83,10 +83,10 @@ class FakeBackend final : public backend::Backend {
   void CompleteRest(int64_t result);
   size_t uncompleted();
 
-  // OpenByIno fails with `error` from now on (0: succeeds again).
+  // OpenNode fails with `error` from now on (0: succeeds again).
   void FailOpens(int error);
   struct Opened {
-    ino_t ino;
+    backend::NodeId node;
     int flags;
     backend::File* file;
   };
@@ -162,7 +162,7 @@ class FakeBackend final : public backend::Backend {
   bool KeepCache(backend::File*) override { return true; }
   // A handle's node is 100 + its index in opens().
   backend::NodeId NodeOf(backend::File* file) override;
-  int OpenByIno(ino_t ino, int flags, backend::File** out) override;
+  int OpenNode(backend::NodeId node, int flags, backend::File** out) override;
   int OpenDir(backend::NodeId, backend::Dir**) override { return -ENOSYS; }
   int ReadDir(backend::Dir*, off_t,
               const std::function<bool(const backend::DirEntry&)>&) override {

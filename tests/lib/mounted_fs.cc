@@ -103,6 +103,10 @@ absl::StatusOr<std::unique_ptr<MountedFs>> MountedFs::Start(
       mkdir(fs->backing_.c_str(), 0755) != 0) {
     return ErrnoStatus(errno, "mkdir under " + *root);
   }
+  if (options.backing_tmpfs &&
+      mount("fgds-test", fs->backing_.c_str(), "tmpfs", 0, "mode=0755") != 0) {
+    return ErrnoStatus(errno, "mount tmpfs on " + fs->backing_);
+  }
   absl::Status st = fs->Launch();
   if (!st.ok()) return st;
   return fs;
@@ -116,6 +120,7 @@ MountedFs::MountedFs(std::string root, MountOptions options)
 
 MountedFs::~MountedFs() {
   (void)Unmount();
+  if (options_.backing_tmpfs) umount2(backing_.c_str(), MNT_DETACH);
   RemoveTree(root_);
 }
 

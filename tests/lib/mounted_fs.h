@@ -30,6 +30,9 @@ struct MountOptions {
   std::vector<std::string> extra_args;
   // How long to wait for the mount to come up.
   int timeout_ms = 10000;
+  // Serve a private tmpfs mounted on the backing directory: tmpfs hands out
+  // small inode numbers, counting from 1, as some attacks need.
+  bool backing_tmpfs = false;
 };
 
 class MountedFs {
