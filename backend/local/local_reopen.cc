@@ -17,9 +17,17 @@ int LocalBackend::OpenNode(NodeId node, int flags, File** out) {
   // Ids below kFirstNodeId other than the root are the daemon's own virtual
   // files (/.fgds): no backing file, and nothing a client may register.
   if (!IsBackendNode(node)) return -EPERM;
-  LocalInode& inode = inodes_.Get(node);
-  if (inode.type != S_IFREG) return -EINVAL;
+  // The lookup first: it takes the table's lock, which the FUSE thread that
+  // made this inode released after filling it in. The id reached us
+  // through the kernel and the client (the kernel holds the node while the
+  // client's fd is open), an order ThreadSanitizer cannot see; the lock
+  // makes it visible, and costs one uncontended acquire per registration.
   inodes_.Acquire(node);
+  LocalInode& inode = inodes_.Get(node);
+  if (inode.type != S_IFREG) {
+    inodes_.Forget(node, 1);
+    return -EINVAL;
+  }
   int fd = ReopenNode(inode, (flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
                                         O_DIRECT | O_NOFOLLOW)) |
                                  O_CLOEXEC | O_NOCTTY);
