@@ -73,10 +73,12 @@ class CephBackend : public Backend {
       : cmount_(cmount),
         perms_(ceph_mount_perms(cmount)),
         root_ino_(root_ino),
-        pool_(io_threads) {
+        pool_(std::make_unique<IoPool>(io_threads)) {
     nodes_[kCephRootNode] = {root, 1};
   }
   ~CephBackend() override {
+    // Jobs still queued run against the mount: drain them before it goes.
+    pool_.reset();
     {
       absl::MutexLock lock(&mu_);
       for (auto& [id, node] : nodes_) ceph_ll_put(cmount_, node.in);
@@ -88,7 +90,7 @@ class CephBackend : public Backend {
 
   NodeId root() const override { return kCephRootNode; }
   std::string EngineName() const override {
-    return absl::StrCat("libcephfs(", pool_.threads(), " threads)");
+    return absl::StrCat("libcephfs(", pool_->threads(), " threads)");
   }
 
   int Lookup(NodeId parent, const char* name, Entry* out) override {
@@ -347,7 +349,7 @@ class CephBackend : public Backend {
         continue;
       }
       request.completion->set_path(PathOf(request.op));
-      pool_.Submit([this, request] {
+      pool_->Submit([this, request] {
         IoPath path;
         int64_t res = Move(request, &path);
         request.completion->set_path(path);
@@ -549,7 +551,7 @@ class CephBackend : public Backend {
   absl::Mutex mu_;
   // Every node the kernel holds, with one libcephfs reference each.
   absl::flat_hash_map<NodeId, Node> nodes_ ABSL_GUARDED_BY(mu_);
-  IoPool pool_;  // last: joined (drained) before the mount goes
+  std::unique_ptr<IoPool> pool_;  // reset (drained) before the unmount
 };
 
 absl::Status CephError(const std::string& what, int res) {
@@ -580,15 +582,17 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
       0) {
     return fail("set client_mount_timeout", res);
   }
-  if ((res = ceph_init(cmount)) < 0) return fail("init", res);
+  // Both wait for the monitors at most mount_timeout_s.
+  const std::string within =
+      absl::StrCat(" (cluster of ", options.conf, ", within ",
+                   options.mount_timeout_s, " s)");
+  if ((res = ceph_init(cmount)) < 0) return fail("connect" + within, res);
   if (!options.fs.empty() &&
       (res = ceph_select_filesystem(cmount, options.fs.c_str())) < 0) {
     return fail("select file system " + options.fs, res);
   }
   if ((res = ceph_mount(cmount, options.root.c_str())) < 0) {
-    return fail(absl::StrCat("mount ", options.root, " (within ",
-                             options.mount_timeout_s, " s)"),
-                res);
+    return fail(absl::StrCat("mount ", options.root, within), res);
   }
   Inode* root = nullptr;
   struct ceph_statx stx = {};
