@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -320,8 +322,8 @@ class CephBackend : public Backend {
     Fh* fh = nullptr;
     struct ceph_statx stx = {};
     int res = ceph_ll_create(cmount_, dir, name, mode & ~caller.umask,
-                             OpenFlags(flags) | O_CREAT, &in, &fh, &stx, kWant,
-                             0, perm.get());
+                             OpenFlags(flags) | O_CREAT | (flags & O_EXCL), &in,
+                             &fh, &stx, kWant, 0, perm.get());
     if (res < 0) return res;
     res = Register(in, stx, entry);
     if (res < 0) {
@@ -577,15 +579,25 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if ((res = ceph_conf_read_file(cmount, options.conf.c_str())) < 0) {
     return fail("read " + options.conf, res);
   }
-  const std::string timeout = std::to_string(options.mount_timeout_s);
+  // libcephfs waits 300 s by default for an unreachable cluster; a
+  // client_mount_timeout the conf sets (other than that default) wins.
+  char conf_timeout[32] = {};
+  unsigned timeout_s = options.mount_timeout_s;
+  if (ceph_conf_get(cmount, "client_mount_timeout", conf_timeout,
+                    sizeof(conf_timeout)) == 0) {
+    double seconds = std::atof(conf_timeout);
+    if (seconds > 0 && seconds != 300) {
+      timeout_s = static_cast<unsigned>(std::ceil(seconds));
+    }
+  }
+  const std::string timeout = std::to_string(timeout_s);
   if ((res = ceph_conf_set(cmount, "client_mount_timeout", timeout.c_str())) <
       0) {
     return fail("set client_mount_timeout", res);
   }
-  // Both wait for the monitors at most mount_timeout_s.
-  const std::string within =
-      absl::StrCat(" (cluster of ", options.conf, ", within ",
-                   options.mount_timeout_s, " s)");
+  // Both wait for the monitors at most timeout_s.
+  const std::string within = absl::StrCat(" (cluster of ", options.conf,
+                                          ", within ", timeout_s, " s)");
   if ((res = ceph_init(cmount)) < 0) return fail("connect" + within, res);
   if (!options.fs.empty() &&
       (res = ceph_select_filesystem(cmount, options.fs.c_str())) < 0) {

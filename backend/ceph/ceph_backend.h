@@ -29,7 +29,9 @@ struct CephOptions {
   std::string root = "/";
   // Threads moving file data (the most requests in flight to Ceph).
   unsigned io_threads = 8;
-  // Seconds ceph_mount waits for the cluster before failing.
+  // Seconds the connection and mount wait for the cluster before failing,
+  // unless the conf sets client_mount_timeout (to other than libcephfs's
+  // default, 300).
   unsigned mount_timeout_s = 30;
 };
 

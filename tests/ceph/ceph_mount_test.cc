@@ -362,5 +362,44 @@ TEST_F(CephMountTest, CreatedFilesBelongToTheCaller) {
   EXPECT_EQ(st.st_mode & 07777, 0755u);
 }
 
+// No mount test fixture: nothing to serve. A conf naming no live monitor
+// makes `fgds mount` fail within the conf's client_mount_timeout, saying
+// why, rather than hang.
+TEST(CephUnreachableTest, MountFailsWithinTheTimeout) {
+  if (cluster->skip_reason == "fgds built without libcephfs (libcephfs-dev)" ||
+      cluster->skip_reason == "needs root and /dev/fuse") {
+    GTEST_SKIP() << cluster->skip_reason;
+  }
+  auto dir = MakeTempDir("fgds-ceph-dead.");
+  ASSERT_TRUE(dir.ok());
+  const std::string conf = *dir + "/ceph.conf", keyring = *dir + "/keyring";
+  ASSERT_TRUE(WriteAll(keyring,
+                       "[client.admin]\n\tkey = "
+                       "AQBnZ2dnAAAAABAAmZmZmZmZmZmZmZmZmZmZmQ==\n"));
+  // Port 1 on loopback: nothing listens there.
+  ASSERT_TRUE(
+      WriteAll(conf, absl::StrCat("[global]\nmon_host = "
+                                  "v2:127.0.0.1:1\nms_bind_msgr1 = "
+                                  "false\nkeyring = ",
+                                  keyring, "\nclient_mount_timeout = 3\n")));
+  ASSERT_EQ(mkdir((*dir + "/mnt").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((*dir + "/data").c_str(), 0755), 0);
+  auto start = std::chrono::steady_clock::now();
+  int rc = 0;
+  std::string out =
+      RunScript(absl::StrCat("timeout 60 ", FgdsBinary(),
+                             " mount -f --backend ceph --ceph-conf ", conf,
+                             " --data ", *dir, "/data ", *dir, "/mnt 2>&1"),
+                &rc);
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  RemoveTree(*dir);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("within 3 s"), std::string::npos) << out;
+  EXPECT_NE(out.find("timed out"), std::string::npos) << out;
+  EXPECT_LT(secs, 20) << out;
+}
+
 }  // namespace
 }  // namespace fgds::testing
