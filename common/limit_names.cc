@@ -39,6 +39,12 @@ const char* LimitDescription(uint32_t limit) {
       return "memory not allocated: an iov or ior must have every page "
              "allocated by its owner before registration (fallocate), so "
              "that the owner pays for it";
+    case FGDS_LIMIT_USER_FILES:
+      return "per-user limit on registered files, over all the user's "
+             "sessions (fgds mount --user-files)";
+    case FGDS_LIMIT_DAEMON_FILES:
+      return "daemon-wide limit on registered files of all users, below "
+             "the daemon's descriptor limit (fgds mount --daemon-files)";
   }
   return "unknown limit";
 }

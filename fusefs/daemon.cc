@@ -217,6 +217,7 @@ static void StartSessions(const DaemonOptions& options,
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =
       std::make_shared<session::UserLimits>(limits);
+  session_options.context.refusal_log = std::make_shared<session::RefusalLog>();
   LogInfo("usrbio limits: %s", DescribeUsrbioLimits(limits));
   auto server = session::SessionServer::Start(session_options);
   if (server.ok()) {

@@ -57,7 +57,11 @@ const char* MountUsage() {
          "  --daemon-mappings N   mapped iovs + iors of all users (default "
          "vm.max_map_count / 2)\n"
          "  --daemon-bytes SIZE   bytes of those (default half the daemon's "
-         "address space)\n";
+         "address space)\n"
+         "  --user-files N        registered files of one user (default "
+         "--daemon-files / 8, at least 16)\n"
+         "  --daemon-files N      registered files of all users (default a "
+         "quarter of the daemon's descriptor limit)\n";
 }
 
 namespace {
@@ -107,6 +111,8 @@ uint64_t* LimitField(absl::string_view flag, DaemonOptions* options) {
   if (flag == "--user-bytes") return &options->user_bytes;
   if (flag == "--daemon-mappings") return &options->daemon_mappings;
   if (flag == "--daemon-bytes") return &options->daemon_bytes;
+  if (flag == "--user-files") return &options->user_files;
+  if (flag == "--daemon-files") return &options->daemon_files;
   return nullptr;
 }
 

@@ -70,10 +70,14 @@ struct DaemonOptions {
   uint64_t user_ring_entries = 0;
   uint64_t user_mappings = 0;
   uint64_t user_bytes = 0;
+  // Registered files of one user (each holds daemon descriptors).
+  uint64_t user_files = 0;
   // All users together: mapped regions (below vm.max_map_count) and bytes
   // (below the daemon's address space).
   uint64_t daemon_mappings = 0;
   uint64_t daemon_bytes = 0;
+  // Registered files of all users (below the descriptor limit).
+  uint64_t daemon_files = 0;
 };
 
 // Parses `fgds mount` arguments (argv[0] is "mount"). Errors name the

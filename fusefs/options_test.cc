@@ -109,7 +109,8 @@ TEST(OptionsTest, UsrbioLimitsDefaultToTheMachineAndCanBeSet) {
   auto options =
       Parse({"--user-sessions", "3", "--user-rings", "5", "--user-ring-entries",
              "4096", "--user-mappings", "100", "--user-bytes", "256M",
-             "--daemon-mappings", "20000", "--daemon-bytes", "2T", "/m"});
+             "--daemon-mappings", "20000", "--daemon-bytes", "2T",
+             "--user-files", "300", "--daemon-files", "4000", "/m"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->user_sessions, 3u);
   EXPECT_EQ(options->user_rings, 5u);
@@ -118,6 +119,8 @@ TEST(OptionsTest, UsrbioLimitsDefaultToTheMachineAndCanBeSet) {
   EXPECT_EQ(options->user_bytes, uint64_t{256} << 20);
   EXPECT_EQ(options->daemon_mappings, 20000u);
   EXPECT_EQ(options->daemon_bytes, uint64_t{2} << 40);
+  EXPECT_EQ(options->user_files, 300u);
+  EXPECT_EQ(options->daemon_files, 4000u);
   auto plain = Parse({"--user-bytes", "12345", "--daemon-bytes", "1k", "/m"});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->user_bytes, 12345u);
@@ -126,7 +129,7 @@ TEST(OptionsTest, UsrbioLimitsDefaultToTheMachineAndCanBeSet) {
   for (const char* flag :
        {"--user-sessions", "--user-rings", "--user-ring-entries",
         "--user-mappings", "--user-bytes", "--daemon-mappings",
-        "--daemon-bytes"}) {
+        "--daemon-bytes", "--user-files", "--daemon-files"}) {
     EXPECT_NE(std::string(MountUsage()).find(flag), std::string::npos) << flag;
   }
 }

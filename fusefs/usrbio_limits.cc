@@ -24,18 +24,22 @@ session::UserLimitsConfig UsrbioLimits(const DaemonOptions& options,
   Override(options.user_bytes, &user.bytes);
   Override(options.daemon_mappings, &config.daemon_mappings);
   Override(options.daemon_bytes, &config.daemon_bytes);
+  Override(options.user_files, &user.files);
+  Override(options.daemon_files, &config.daemon_files);
   user.mappings = std::min(user.mappings, config.daemon_mappings);
   user.bytes = std::min(user.bytes, config.daemon_bytes);
+  user.files = std::min(user.files, config.daemon_files);
   return config;
 }
 
 std::string DescribeUsrbioLimits(const session::UserLimitsConfig& config) {
   const session::Usage& user = config.per_user;
-  return absl::StrCat("per user: ", user.sessions, " sessions, ", user.rings,
-                      " iors, ", user.ring_entries, " ring entries, ",
-                      user.mappings, " mappings of ", user.bytes >> 20,
-                      " MiB; all users: ", config.daemon_mappings,
-                      " mappings of ", config.daemon_bytes >> 20, " MiB");
+  return absl::StrCat(
+      "per user: ", user.sessions, " sessions, ", user.rings, " iors, ",
+      user.ring_entries, " ring entries, ", user.mappings, " mappings of ",
+      user.bytes >> 20, " MiB, ", user.files,
+      " files; all users: ", config.daemon_mappings, " mappings of ",
+      config.daemon_bytes >> 20, " MiB, ", config.daemon_files, " files");
 }
 
 }  // namespace fgds::fusefs

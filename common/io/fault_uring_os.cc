@@ -1,5 +1,7 @@
 #include "common/io/fault_uring_os.h"
 
+#include <new>
+
 namespace fgds::io {
 
 void FaultUringOs::Set(Fault* fault, Fault value) {
@@ -10,7 +12,7 @@ void FaultUringOs::Set(Fault* fault, Fault value) {
 void FaultUringOs::Heal() {
   {
     MutexLock lock(&mu_);
-    queue_init_ = eventfd_ = submit_ = wait_ = Fault();
+    queue_init_ = eventfd_ = submit_ = wait_ = alloc_ = Fault();
   }
   submit_limit_.store(0);
 }
@@ -70,6 +72,18 @@ int FaultUringOs::WaitCqe(io_uring* ring, io_uring_cqe** cqe) {
 int FaultUringOs::EventFd(unsigned initval, int flags) {
   if (const int error = Fire(&eventfd_); error != 0) return error;
   return UringOs::Default()->EventFd(initval, flags);
+}
+
+}  // namespace fgds::io
+
+namespace fgds::io {
+
+void FaultUringOs::BeforeAllocation() {
+  alloc_calls_.fetch_add(1);
+  if (Fire(&alloc_) != 0) {
+    alloc_failures_.fetch_add(1);
+    throw std::bad_alloc();
+  }
 }
 
 }  // namespace fgds::io

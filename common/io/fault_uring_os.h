@@ -39,6 +39,9 @@ class FaultUringOs : public UringOs {
   void FailEventFd(Fault fault) { Set(&eventfd_, fault); }
   void FailSubmit(Fault fault) { Set(&submit_, fault); }
   void FailWait(Fault fault) { Set(&wait_, fault); }
+  // BeforeAllocation throws std::bad_alloc (`error` only needs to be
+  // nonzero: -ENOMEM).
+  void FailAllocation(Fault fault) { Set(&alloc_, fault); }
   // Submissions that work take at most `entries` (0: no limit).
   void LimitSubmit(unsigned entries) { submit_limit_.store(entries); }
   // Clears every fault and limit.
@@ -49,6 +52,8 @@ class FaultUringOs : public UringOs {
   int wait_calls() const { return wait_calls_.load(); }
   int submit_failures() const { return submit_failures_.load(); }
   int wait_failures() const { return wait_failures_.load(); }
+  int allocation_calls() const { return alloc_calls_.load(); }
+  int allocation_failures() const { return alloc_failures_.load(); }
   // Rings set up and not yet torn down.
   int rings() const { return rings_.load(); }
 
@@ -58,6 +63,7 @@ class FaultUringOs : public UringOs {
   int Submit(io_uring* ring) override;
   int WaitCqe(io_uring* ring, io_uring_cqe** cqe) override;
   int EventFd(unsigned initval, int flags) override;
+  void BeforeAllocation() override;
 
  private:
   void Set(Fault* fault, Fault value);
@@ -69,11 +75,14 @@ class FaultUringOs : public UringOs {
   Fault eventfd_ ABSL_GUARDED_BY(mu_);
   Fault submit_ ABSL_GUARDED_BY(mu_);
   Fault wait_ ABSL_GUARDED_BY(mu_);
+  Fault alloc_ ABSL_GUARDED_BY(mu_);
   std::atomic<unsigned> submit_limit_{0};
   std::atomic<int> submit_calls_{0};
   std::atomic<int> wait_calls_{0};
   std::atomic<int> submit_failures_{0};
   std::atomic<int> wait_failures_{0};
+  std::atomic<int> alloc_calls_{0};
+  std::atomic<int> alloc_failures_{0};
   std::atomic<int> rings_{0};
 };
 

@@ -9,7 +9,8 @@
 // offset; the engine transfers the whole length (retrying short transfers)
 // and calls the request's completion exactly once, on an engine thread, with
 // the bytes transferred (fewer than asked only at end of file for reads) or
-// -errno.
+// -errno. Submit never throws: a batch the engine cannot allocate for
+// completes inside Submit, each request with -ENOMEM.
 //
 // Thread safety: Submit may be called from any number of threads at once.
 #ifndef FGDS_COMMON_IO_IO_ENGINE_H_
@@ -46,6 +47,7 @@ class IoCompletion {
  private:
   friend class UringEngine;
   friend class UringWorker;
+  friend class UringItemList;
   // The io_uring engine's record of the transfer in flight (uring_worker.h),
   // kept here so that a request in one piece costs the engine no
   // allocation. Meaningless outside the engine.
@@ -58,6 +60,11 @@ class IoCompletion {
     size_t done = 0;  // bytes moved so far (short transfers continue)
   };
   Transfer transfer_;
+  // The io_uring engine's links (UringItemList, uring_worker.h): a worker's
+  // queues thread items through them, so queuing never allocates, and the
+  // result an item finishes with waits here until Complete.
+  IoCompletion* next_ = nullptr;
+  int64_t result_ = 0;
 };
 
 struct IoRequest {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -67,6 +69,8 @@ class PieceItem : public IoCompletion {
 absl::StatusOr<std::unique_ptr<UringEngine>> UringEngine::Create(
     const IoEngineOptions& options) {
   std::unique_ptr<UringEngine> engine(new UringEngine());
+  engine->os_ =
+      options.uring_os != nullptr ? options.uring_os : UringOs::Default();
   int workers = options.workers;
   if (workers <= 0) {
     workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(),
@@ -95,30 +99,69 @@ void UringEngine::Carry(IoCompletion* item, const PlannedPiece& piece) {
   item->transfer_ = {piece.op, piece.fd, piece.buf, piece.len, piece.offset, 0};
 }
 
+void UringEngine::Prepare(std::span<const IoRequest> batch, IoPlan* plan,
+                          std::vector<IoCompletion*>* items) {
+  // What this call allocated, freed if a later allocation fails: nothing
+  // was handed over, so nothing else refers to it. Reserved before the
+  // first `new`, so that recording one never fails.
+  thread_local std::vector<UnitTracker*> units;
+  thread_local std::vector<PieceItem*> pieces;
+  units.clear();
+  pieces.clear();
+  try {
+    os_->BeforeAllocation();
+    PlanBatch(batch, limits_, plan);
+    items->assign(plan->pieces.size(), nullptr);
+    for (const PlannedUnit& u : plan->units) {
+      if (u.requests == 1 && u.pieces == 1) {
+        // The common case: the request's own completion carries the
+        // transfer, nothing is allocated.
+        IoCompletion* completion = batch[u.first_request].completion;
+        Carry(completion, plan->pieces[u.first_piece]);
+        (*items)[u.first_piece] = completion;
+        continue;
+      }
+      if (units.capacity() < plan->units.size() ||
+          pieces.capacity() < plan->pieces.size()) {
+        os_->BeforeAllocation();
+        units.reserve(plan->units.size());
+        pieces.reserve(plan->pieces.size());
+      }
+      os_->BeforeAllocation();
+      auto* unit = new UnitTracker(
+          batch.subspan(u.first_request, u.requests),
+          std::span(plan->pieces).subspan(u.first_piece, u.pieces));
+      units.push_back(unit);
+      for (uint32_t k = 0; k < u.pieces; ++k) {
+        os_->BeforeAllocation();
+        auto* piece = new PieceItem(unit, k);
+        pieces.push_back(piece);
+        Carry(piece, plan->pieces[u.first_piece + k]);
+        (*items)[u.first_piece + k] = piece;
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    for (PieceItem* piece : pieces) delete piece;
+    for (UnitTracker* unit : units) delete unit;
+    units.clear();
+    pieces.clear();
+    throw;
+  }
+}
+
 void UringEngine::Submit(std::span<const IoRequest> batch) {
   if (batch.empty()) return;
   // Per-thread scratch: a submitting thread reuses its capacity.
   thread_local IoPlan plan;
   thread_local std::vector<IoCompletion*> items;
-  PlanBatch(batch, limits_, &plan);
-  items.resize(plan.pieces.size());
-  for (const PlannedUnit& u : plan.units) {
-    if (u.requests == 1 && u.pieces == 1) {
-      // The common case: the request's own completion carries the
-      // transfer, nothing is allocated.
-      IoCompletion* completion = batch[u.first_request].completion;
-      Carry(completion, plan.pieces[u.first_piece]);
-      items[u.first_piece] = completion;
-      continue;
-    }
-    auto* unit = new UnitTracker(
-        batch.subspan(u.first_request, u.requests),
-        std::span(plan.pieces).subspan(u.first_piece, u.pieces));
-    for (uint32_t k = 0; k < u.pieces; ++k) {
-      auto* piece = new PieceItem(unit, k);
-      Carry(piece, plan.pieces[u.first_piece + k]);
-      items[u.first_piece + k] = piece;
-    }
+  try {
+    Prepare(batch, &plan, &items);
+  } catch (const std::bad_alloc&) {
+    // Nothing was handed over: every request fails alone, here. The
+    // completions may submit again (reusing plan and items), so nothing
+    // of this call's scratch is read after the first one.
+    for (const IoRequest& r : batch) r.completion->Complete(-ENOMEM);
+    return;
   }
   const size_t groups = plan.group_starts.size() - 1;
   // Rotate the first worker, so that small batches from many callers do

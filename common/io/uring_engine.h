@@ -8,6 +8,13 @@
 // one piece (no merge, no split) costs no allocation: its own IoCompletion
 // carries it.
 //
+// Memory: Submit allocates what a batch needs (its plan; a tracker and
+// pieces for each merged or split unit) before it hands any of it to a
+// worker, and handing over never allocates (uring_worker.h). So a failed
+// allocation never leaves a batch half started: the batch's requests all
+// complete at once, on the calling thread, with -ENOMEM, and nothing throws.
+// A completion can therefore run inside Submit, as with the inline engine.
+//
 // Thread safety: Submit is thread-safe and never blocks on I/O. Completions
 // run on worker threads with no engine lock held, so a completion may
 // Submit again. How much is queued is bounded by the callers (a usrbio ring
@@ -41,7 +48,14 @@ class UringEngine : public IoEngine {
   UringEngine() = default;
   // Makes `item` carry `piece` to a worker (IoCompletion::Transfer).
   static void Carry(IoCompletion* item, const PlannedPiece& piece);
+  // Plans `batch` into the calling thread's plan and fills *items, one per
+  // piece, allocating trackers and pieces for merged or split units. On
+  // std::bad_alloc frees what it allocated and rethrows; nothing started.
+  void Prepare(std::span<const IoRequest> batch, IoPlan* plan,
+               std::vector<IoCompletion*>* items);
 
+  // The system calls and the allocation hook (uring_os.h); never null.
+  UringOs* os_ = nullptr;
   std::vector<std::unique_ptr<UringWorker>> workers_;
   PlanLimits limits_;
   std::atomic<unsigned> next_worker_{0};

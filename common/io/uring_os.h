@@ -7,7 +7,8 @@
 // (fault_uring_os.h) through IoEngineOptions::uring_os, and check that every
 // request still completes exactly once and no worker spins or hangs.
 //
-// What is not here is plain memory: preparing entries and reading
+// What is not here is plain memory (but for a hook before each allocation
+// of the engine, for tests): preparing entries and reading
 // completions are loads and stores on the rings liburing mapped, and the
 // kernel posts completions there whatever these calls return.
 //
@@ -38,6 +39,11 @@ class UringOs {
   virtual int WaitCqe(io_uring* ring, io_uring_cqe** cqe) = 0;
   // eventfd(2): the descriptor, or -errno.
   virtual int EventFd(unsigned initval, int flags) = 0;
+  // Called by UringEngine::Submit before each allocation it makes for a
+  // batch (uring_engine.h). The real one does nothing; the fault layer
+  // throws std::bad_alloc here, as a failing operator new would, so tests
+  // can fail any one allocation without touching the global allocator.
+  virtual void BeforeAllocation() {}
 
   // The real calls. Never null; lives as long as the process.
   static UringOs* Default();

@@ -35,6 +35,42 @@ bool Transient(int error) {
 
 }  // namespace
 
+void UringItemList::PushBack(IoCompletion* item) {
+  item->next_ = nullptr;
+  if (tail_ == nullptr) {
+    head_ = item;
+  } else {
+    tail_->next_ = item;
+  }
+  tail_ = item;
+}
+
+void UringItemList::PushFront(IoCompletion* item) {
+  item->next_ = head_;
+  head_ = item;
+  if (tail_ == nullptr) tail_ = item;
+}
+
+IoCompletion* UringItemList::PopFront() {
+  IoCompletion* item = head_;
+  if (item == nullptr) return nullptr;
+  head_ = item->next_;
+  if (head_ == nullptr) tail_ = nullptr;
+  item->next_ = nullptr;
+  return item;
+}
+
+void UringItemList::Splice(UringItemList* other) {
+  if (other->head_ == nullptr) return;
+  if (tail_ == nullptr) {
+    head_ = other->head_;
+  } else {
+    tail_->next_ = other->head_;
+  }
+  tail_ = other->tail_;
+  other->head_ = other->tail_ = nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<UringWorker>> UringWorker::Create(
     unsigned depth, uint64_t spin_ns, UringOs* os) {
   std::unique_ptr<UringWorker> worker(new UringWorker());
@@ -77,7 +113,7 @@ void UringWorker::Enqueue(std::span<IoCompletion* const> items) {
   bool wake;
   {
     MutexLock lock(&mu_);
-    queue_.insert(queue_.end(), items.begin(), items.end());
+    for (IoCompletion* item : items) queue_.PushBack(item);
     has_work_.store(true, std::memory_order_relaxed);
     wake = may_sleep_;
     may_sleep_ = false;
@@ -100,18 +136,16 @@ void UringWorker::ArmWake() {
 }
 
 bool UringWorker::TakeQueued() {
-  {
-    MutexLock lock(&mu_);
-    taken_.swap(queue_);
-    has_work_.store(false, std::memory_order_relaxed);
-    may_sleep_ = false;
-    if (stopping_ && taken_.empty() && backlog_.empty() && inflight_ == 0) {
-      return false;
-    }
-  }
-  backlog_.insert(backlog_.end(), taken_.begin(), taken_.end());
-  taken_.clear();
-  return true;
+  MutexLock lock(&mu_);
+  backlog_.Splice(&queue_);
+  has_work_.store(false, std::memory_order_relaxed);
+  may_sleep_ = false;
+  return !(stopping_ && backlog_.empty() && inflight_ == 0);
+}
+
+void UringWorker::Finish(IoCompletion* item, int64_t result) {
+  item->result_ = result;
+  finished_.PushBack(item);
 }
 
 void UringWorker::PrepItem(io_uring_sqe* sqe, IoCompletion* item) {
@@ -138,8 +172,7 @@ void UringWorker::PrepBacklog() {
   while (!backlog_.empty() && inflight_ < depth_) {
     io_uring_sqe* sqe = io_uring_get_sqe(&uring_);
     if (sqe == nullptr) break;
-    PrepItem(sqe, backlog_.front());
-    backlog_.pop_front();
+    PrepItem(sqe, backlog_.PopFront());
     ++inflight_;
   }
 }
@@ -194,7 +227,7 @@ void UringWorker::Withdraw(int error) {
     }
     auto* item = reinterpret_cast<IoCompletion*>(tag);
     --inflight_;
-    finished_.emplace_back(item, ResultOf(*item, error));
+    Finish(item, ResultOf(*item, error));
   }
   // Un-queue them by moving the tail back to the kernel's head. Without
   // SQPOLL the kernel reads the tail only inside io_uring_enter, which only
@@ -265,19 +298,19 @@ void UringWorker::Reap() {
     --inflight_;
     const int res = cqe->res;
     if (res == -EAGAIN || res == -EINTR) {
-      backlog_.push_front(item);
+      backlog_.PushFront(item);
       continue;
     }
     if (res > 0) {
       IoCompletion::Transfer& t = item->transfer_;
       t.done += static_cast<size_t>(res);
       if (t.done < t.len) {
-        backlog_.push_front(item);  // the rest of a short transfer
+        backlog_.PushFront(item);  // the rest of a short transfer
         continue;
       }
     }
     // Whole length, end of file (0) or an error.
-    finished_.emplace_back(item, ResultOf(*item, res));
+    Finish(item, ResultOf(*item, res));
   }
   io_uring_cq_advance(&uring_, count);
 }
@@ -298,8 +331,10 @@ void UringWorker::Loop() {
       Sleep();
     }
     Reap();
-    for (auto [item, result] : finished_) item->Complete(result);
-    finished_.clear();
+    // Unlinked before Complete, which may delete or resubmit the item.
+    while (IoCompletion* item = finished_.PopFront()) {
+      item->Complete(item->result_);
+    }
   }
 }
 

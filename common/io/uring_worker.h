@@ -18,6 +18,15 @@
 // falls back to poll(2) on the ring and the eventfd. Nothing retries without
 // a bound, and an idle worker sleeps, whatever the OS layer (uring_os.h)
 // returns.
+//
+// Memory: nothing on the worker's side allocates. Its queues (hand-off,
+// backlog, finished) are intrusive lists threaded through the items
+// themselves (IoCompletion::next_), so Enqueue and the worker thread cannot
+// fail for want of memory: an allocation failure there would either end the
+// process (an exception on the worker thread) or lose items already handed
+// over (Enqueue called after others of the same batch went to other
+// workers). What a batch needs is allocated in UringEngine::Submit before
+// any of it is handed over (uring_engine.h).
 #ifndef FGDS_COMMON_IO_URING_WORKER_H_
 #define FGDS_COMMON_IO_URING_WORKER_H_
 
@@ -25,7 +34,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <span>
 #include <thread>
@@ -39,6 +47,23 @@
 #include "common/mutex.h"
 
 namespace fgds::io {
+
+// A FIFO of items linked through IoCompletion::next_; never allocates. An
+// item is in at most one list at a time.
+class UringItemList {
+ public:
+  bool empty() const { return head_ == nullptr; }
+  void PushBack(IoCompletion* item);
+  void PushFront(IoCompletion* item);
+  // The first item, unlinked; null when empty.
+  IoCompletion* PopFront();
+  // Moves every item of `other` to the end of this list.
+  void Splice(UringItemList* other);
+
+ private:
+  IoCompletion* head_ = nullptr;
+  IoCompletion* tail_ = nullptr;
+};
 
 class UringWorker {
  public:
@@ -58,7 +83,7 @@ class UringWorker {
   // (IoCompletion::Transfer, done 0) and is completed once, on the worker's
   // thread, with the bytes moved (short only at end of file, or when an
   // error follows progress) or -errno. Short transfers, EAGAIN and EINTR
-  // continue with the rest.
+  // continue with the rest. Never allocates and never throws.
   void Enqueue(std::span<IoCompletion* const> items);
 
  private:
@@ -69,6 +94,8 @@ class UringWorker {
   // Fills the submission queue from backlog_, up to depth_ in flight.
   void PrepBacklog();
   void PrepItem(io_uring_sqe* sqe, IoCompletion* item);
+  // Moves `item` to finished_, to complete with `result`.
+  void Finish(IoCompletion* item, int64_t result);
   void ArmWake();
   // Hands the submission queue to the kernel: 0 when it took every entry,
   // else why not (-errno; -EAGAIN when it took only some).
@@ -98,7 +125,7 @@ class UringWorker {
   std::thread thread_;
 
   fgds::Mutex mu_;
-  std::vector<IoCompletion*> queue_ ABSL_GUARDED_BY(mu_);
+  UringItemList queue_ ABSL_GUARDED_BY(mu_);
   // The thread may be asleep: Enqueue and the destructor must signal.
   bool may_sleep_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -106,9 +133,10 @@ class UringWorker {
   std::atomic<bool> has_work_{false};
 
   // The worker thread's own.
-  std::deque<IoCompletion*> backlog_;
-  std::vector<IoCompletion*> taken_;
-  std::vector<std::pair<IoCompletion*, int64_t>> finished_;
+  // Items not yet prepared, in order (the rest of a short transfer first).
+  UringItemList backlog_;
+  // Items done, their results in IoCompletion::result_.
+  UringItemList finished_;
   // Items prepared and not finished: in the submission queue or the
   // kernel's.
   unsigned inflight_ = 0;

@@ -12,6 +12,8 @@ namespace {
 
 // The kernel's default vm.max_map_count (DEFAULT_MAX_MAP_COUNT).
 constexpr uint64_t kDefaultMaxMapCount = 65530;
+// The usual soft RLIMIT_NOFILE.
+constexpr uint64_t kDefaultFdLimit = 1024;
 // User address space with 4-level page tables: 128 TiB on x86-64; arm64
 // kernels may be built with as little as 39 bits, so assume that there.
 #if defined(__x86_64__)
@@ -42,6 +44,13 @@ MachineFacts ReadMachineFacts() {
   rlimit as = {};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     facts.address_space = std::min<uint64_t>(facts.address_space, as.rlim_cur);
+  }
+  facts.fd_limit = kDefaultFdLimit;
+  rlimit nofile = {};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    facts.fd_limit = nofile.rlim_cur == RLIM_INFINITY
+                         ? uint64_t{1} << 20
+                         : static_cast<uint64_t>(nofile.rlim_cur);
   }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {
@@ -75,6 +84,13 @@ UserLimitsConfig SizeUserLimits(const MachineFacts& facts) {
   // CPU, with a floor that leaves a small machine usable.
   user.rings = Clamp(32 * facts.cpus, 64, 1024);
   user.ring_entries = Clamp(32768 * facts.cpus, 65536, 1u << 22);
+  // Registered files hold up to two descriptors each (the file and its
+  // O_DIRECT twin): all of them together may use half the daemon's
+  // descriptors, so that the other half stays for FUSE opens (two each
+  // too), the namespace, sockets and the engine's rings, and one user at
+  // most an eighth of that (at least 16, so a small limit stays usable).
+  config.daemon_files = facts.fd_limit / 4;
+  user.files = std::max<uint64_t>(16, config.daemon_files / 8);
   return config;
 }
 

@@ -14,8 +14,11 @@ TEST(LimitsSizingTest, TypicalServer) {
   MachineFacts facts{.ram_bytes = 512 * kGiB,
                      .max_map_count = 65530,
                      .address_space = 128 * kTiB,
-                     .cpus = 64};
+                     .cpus = 64,
+                     .fd_limit = 1 << 20};
   UserLimitsConfig c = SizeUserLimits(facts);
+  EXPECT_EQ(c.daemon_files, 262144u);  // a quarter of the descriptors
+  EXPECT_EQ(c.per_user.files, 32768u);
   EXPECT_EQ(c.daemon_mappings, 32765u);
   EXPECT_EQ(c.daemon_bytes, 64 * kTiB);
   EXPECT_EQ(c.per_user.mappings, 32765u / 8);
@@ -50,6 +53,22 @@ TEST(LimitsSizingTest, AddressSpaceLimitBoundsBytes) {
   EXPECT_EQ(c.daemon_bytes, 32 * kGiB);
   EXPECT_EQ(c.per_user.bytes, 4 * kGiB);
   EXPECT_EQ(c.daemon_mappings, 131072u);
+}
+
+TEST(LimitsSizingTest, FilesLeaveDescriptorsForFuse) {
+  MachineFacts facts{.ram_bytes = 4 * kGiB,
+                     .max_map_count = 65530,
+                     .address_space = 128 * kTiB,
+                     .cpus = 2,
+                     .fd_limit = 20000};
+  UserLimitsConfig c = SizeUserLimits(facts);
+  // Two descriptors a file at most: half of the 20,000 for usrbio files.
+  EXPECT_EQ(c.daemon_files, 5000u);
+  EXPECT_EQ(c.per_user.files, 625u);
+  facts.fd_limit = 64;
+  c = SizeUserLimits(facts);
+  EXPECT_EQ(c.daemon_files, 16u);
+  EXPECT_EQ(c.per_user.files, 16u);
 }
 
 TEST(LimitsSizingTest, ReadsThisMachine) {

@@ -104,6 +104,11 @@ struct RegisteredFile {
   // reports it, is not root): its writes clear set-id bits, as its write(2)
   // would (backend::kIoKillPrivileges).
   const bool unprivileged_writer;
+  // The registering user's charge for this file (UserLimits: one file),
+  // given back when the object goes: at unregister, or after it when the
+  // last I/O holding the file completes, since the descriptors are held
+  // until then.
+  Charge charge;
 };
 
 struct RegistryLimits {

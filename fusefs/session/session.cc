@@ -255,16 +255,23 @@ void Session::Handle(const Request& request, int* fds, fgds_msg_reply* reply) {
     reply->id = 0;
     reply->path = 0;
     reply->reason = refused;
-    if (refused != FGDS_LIMIT_NONE) {
-      LogInfo("usrbio session of pid %d uid %u: refused (%s): %s", pid_, uid_,
-              strerror(-result), LimitDescription(refused));
+    uint64_t suppressed = 0;
+    if (refused != FGDS_LIMIT_NONE &&
+        AdmitRefusalLine(context_.refusal_log, uid_, &suppressed)) {
+      LogInfo("usrbio session of pid %d uid %u: refused (%s): %s%s", pid_, uid_,
+              strerror(-result), LimitDescription(refused),
+              SuppressedNote(suppressed).c_str());
     }
   }
 }
 
 void Session::Refuse() {
-  LogWarning("usrbio session of pid %d uid %u refused (%s): %s", pid_, uid_,
-             strerror(-refusal_), LimitDescription(refused_limit_));
+  uint64_t suppressed = 0;
+  if (AdmitRefusalLine(context_.refusal_log, uid_, &suppressed)) {
+    LogWarning("usrbio session of pid %d uid %u refused (%s): %s%s", pid_, uid_,
+               strerror(-refusal_), LimitDescription(refused_limit_),
+               SuppressedNote(suppressed).c_str());
+  }
   fgds_msg_reply error = {};
   error.result = refusal_;
   error.reason = refused_limit_;
@@ -458,6 +465,14 @@ int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
     ret = context_.node_of_fd ? context_.node_of_fd(fd, &node)
                               : MountNodeOf(fd, context_.mount_dev, &node);
   }
+  // Charged before the backend opens anything: a registered file holds
+  // daemon descriptors, and one user must not take them all (EMFILE for
+  // everyone else).
+  Charge charge;
+  if (ret >= 0) {
+    ret = UserLimits::Take(context_.user_limits, uid_, {.files = 1}, &charge,
+                           refused);
+  }
   backend::File* handle = nullptr;
   // Open while the client's descriptor is still held: it keeps the
   // kernel's inode, so `node` cannot have been forgotten (and its id given
@@ -472,6 +487,7 @@ int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
   auto file = std::make_shared<RegisteredFile>(
       context_.backend, handle, readable, writable,
       context_.backend->NodeOf(handle), /*unprivileged_writer=*/uid_ != 0);
+  file->charge = std::move(charge);
   int64_t added = registry_->AddFile(std::move(file));
   if (added < 0) {
     *refused = FGDS_LIMIT_SESSION_FILES;

@@ -35,6 +35,7 @@
 #include "common/mutex.h"
 #include "fusefs/session/cache_invalidator.h"
 #include "fusefs/session/io_stats.h"
+#include "fusefs/session/refusal_log.h"
 #include "fusefs/session/registry.h"
 #include "fusefs/session/ring.h"
 #include "fusefs/session/user_limits.h"
@@ -72,6 +73,8 @@ struct SessionContext {
   SessionLimits limits;
   // Per-user and daemon-wide limits, shared by every session (null: none).
   std::shared_ptr<UserLimits> user_limits;
+  // Rate-limits the log lines of refusals, per user (null: every line).
+  std::shared_ptr<RefusalLog> refusal_log;
 };
 
 class Session {

@@ -31,6 +31,9 @@
 namespace fgds::session {
 namespace {
 
+// The key of refusals whose user is not known (RefusalLog).
+constexpr uid_t kAnyUser = static_cast<uid_t>(-1);
+
 // Sockets are named "<daemon pid>-<random>.sock"; one whose daemon no longer
 // exists was left by a crash (SIGKILL runs no cleanup).
 void RemoveStaleSockets(const std::string& dir) {
@@ -240,10 +243,15 @@ void SessionServer::Accepted(int sock) {
   {
     fgds::MutexLock lock(&mu_);
     if (sessions_.size() >= options_.max_sessions) {
-      LogWarning(
-          "usrbio: %zu sessions open (the most this daemon serves), "
-          "refusing another with EAGAIN",
-          sessions_.size());
+      // The peer is not known yet: one rate for all such refusals.
+      uint64_t suppressed = 0;
+      if (AdmitRefusalLine(options_.context.refusal_log, kAnyUser,
+                           &suppressed)) {
+        LogWarning(
+            "usrbio: %zu sessions open (the most this daemon serves), "
+            "refusing another with EAGAIN%s",
+            sessions_.size(), SuppressedNote(suppressed).c_str());
+      }
       Refuse(sock, EAGAIN);
       return;
     }

@@ -15,20 +15,26 @@ bool Fits(uint64_t held, uint64_t more, uint64_t limit) {
 }
 
 Usage Plus(const Usage& a, const Usage& b) {
-  return {a.sessions + b.sessions, a.rings + b.rings,
-          a.ring_entries + b.ring_entries, a.mappings + b.mappings,
-          a.bytes + b.bytes};
+  return {a.sessions + b.sessions,
+          a.rings + b.rings,
+          a.ring_entries + b.ring_entries,
+          a.mappings + b.mappings,
+          a.bytes + b.bytes,
+          a.files + b.files};
 }
 
 Usage Minus(const Usage& a, const Usage& b) {
-  return {a.sessions - b.sessions, a.rings - b.rings,
-          a.ring_entries - b.ring_entries, a.mappings - b.mappings,
-          a.bytes - b.bytes};
+  return {a.sessions - b.sessions,
+          a.rings - b.rings,
+          a.ring_entries - b.ring_entries,
+          a.mappings - b.mappings,
+          a.bytes - b.bytes,
+          a.files - b.files};
 }
 
 bool IsZero(const Usage& u) {
   return u.sessions == 0 && u.rings == 0 && u.ring_entries == 0 &&
-         u.mappings == 0 && u.bytes == 0;
+         u.mappings == 0 && u.bytes == 0 && u.files == 0;
 }
 
 // The per-user limit `user` + `more` would pass (FGDS_LIMIT_NONE: none).
@@ -45,6 +51,7 @@ uint32_t PerUserRefusal(const Usage& user, const Usage& more,
     return FGDS_LIMIT_USER_MAPPINGS;
   }
   if (!Fits(user.bytes, more.bytes, limit.bytes)) return FGDS_LIMIT_USER_BYTES;
+  if (!Fits(user.files, more.files, limit.files)) return FGDS_LIMIT_USER_FILES;
   return FGDS_LIMIT_NONE;
 }
 
@@ -92,6 +99,10 @@ int UserLimits::Take(const std::shared_ptr<UserLimits>& limits, uid_t uid,
     }
     if (!Fits(self.total_.bytes, amount.bytes, self.config_.daemon_bytes)) {
       *refused = FGDS_LIMIT_DAEMON_BYTES;
+      return -EAGAIN;
+    }
+    if (!Fits(self.total_.files, amount.files, self.config_.daemon_files)) {
+      *refused = FGDS_LIMIT_DAEMON_FILES;
       return -EAGAIN;
     }
     try {

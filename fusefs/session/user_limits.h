@@ -17,7 +17,8 @@
 //
 // Per-user limits answer -EDQUOT (the user's own budget is spent; other
 // users are unaffected). Daemon-wide caps answer -EAGAIN (the daemon as a
-// whole is near what the kernel allows it: vm.max_map_count, address space;
+// whole is near what the kernel allows it: vm.max_map_count, address space,
+// descriptors;
 // it frees up when other sessions end). docs/limits.md lists each limit.
 //
 // Example:
@@ -58,6 +59,10 @@ struct Usage {
   // Bytes of those mappings: daemon address space, and (for host memory)
   // the user's pages the daemon can write into.
   uint64_t bytes = 0;
+  // Registered files: each holds up to two daemon descriptors (the
+  // backend's file and its O_DIRECT twin) as long as it lives, which may
+  // be after its unregister, until its last I/O completes.
+  uint64_t files = 0;
 };
 
 struct UserLimitsConfig {
@@ -67,6 +72,8 @@ struct UserLimitsConfig {
   // those).
   uint64_t daemon_mappings = 0;
   uint64_t daemon_bytes = 0;
+  // Registered files of all users, below the daemon's descriptor limit.
+  uint64_t daemon_files = 0;
 };
 
 class UserLimits;

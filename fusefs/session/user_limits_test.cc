@@ -22,9 +22,11 @@ UserLimitsConfig SmallConfig() {
                      .rings = 3,
                      .ring_entries = 1024,
                      .mappings = 4,
-                     .bytes = 1 << 20};
+                     .bytes = 1 << 20,
+                     .files = 5};
   config.daemon_mappings = 6;
   config.daemon_bytes = 3 << 19;  // 1.5 MiB
+  config.daemon_files = 8;
   return config;
 }
 
@@ -39,6 +41,7 @@ TEST(UserLimitsTest, EachPerUserLimitRefusesWithItsName) {
       {{.ring_entries = 1025}, FGDS_LIMIT_USER_RING_ENTRIES},
       {{.mappings = 5}, FGDS_LIMIT_USER_MAPPINGS},
       {{.bytes = (1 << 20) + 1}, FGDS_LIMIT_USER_BYTES},
+      {{.files = 6}, FGDS_LIMIT_USER_FILES},
   };
   auto limits = std::make_shared<UserLimits>(SmallConfig());
   for (const Case& c : cases) {
@@ -50,7 +53,8 @@ TEST(UserLimitsTest, EachPerUserLimitRefusesWithItsName) {
     EXPECT_TRUE(charge.empty());
   }
   const Usage held = limits->UsageOf(kBob);
-  EXPECT_EQ(held.sessions + held.rings + held.mappings + held.bytes, 0u);
+  EXPECT_EQ(
+      held.sessions + held.rings + held.mappings + held.bytes + held.files, 0u);
 }
 
 TEST(UserLimitsTest, OneUsersLimitLeavesTheOtherUntouched) {
@@ -93,6 +97,40 @@ TEST(UserLimitsTest, DaemonWideCapsRefuseWithEagain) {
   // A refused charge took nothing: bob's earlier mappings are all he has.
   EXPECT_EQ(limits->UsageOf(kBob).mappings, 2u);
   EXPECT_EQ(limits->UsageOf(kBob).bytes, 0u);
+}
+
+// Registered files, one charge each: a user stops at his own limit (EDQUOT)
+// whatever his sessions, all users together at the daemon's (EAGAIN), and
+// a file's charge, kept with the file, comes back when the file goes.
+TEST(UserLimitsTest, RegisteredFilesStopAtTheUserAndDaemonLimits) {
+  auto limits = std::make_shared<UserLimits>(SmallConfig());
+  uint32_t refused = 0;
+  std::vector<Charge> bobs(6);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(UserLimits::Take(limits, kBob, {.files = 1}, &bobs[i], &refused),
+              0);
+  }
+  EXPECT_EQ(UserLimits::Take(limits, kBob, {.files = 1}, &bobs[5], &refused),
+            -EDQUOT);
+  EXPECT_EQ(refused, FGDS_LIMIT_USER_FILES);
+  std::vector<Charge> alices(5);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(
+        UserLimits::Take(limits, kAlice, {.files = 1}, &alices[i], &refused),
+        0);
+  }
+  EXPECT_EQ(
+      UserLimits::Take(limits, kAlice, {.files = 1}, &alices[3], &refused),
+      -EAGAIN);
+  EXPECT_EQ(refused, FGDS_LIMIT_DAEMON_FILES);
+  EXPECT_EQ(limits->Total().files, 8u);
+  bobs[0].Release();
+  EXPECT_EQ(limits->UsageOf(kBob).files, 4u);
+  EXPECT_EQ(
+      UserLimits::Take(limits, kAlice, {.files = 1}, &alices[3], &refused), 0);
+  bobs.clear();
+  alices.clear();
+  EXPECT_EQ(limits->Total().files, 0u);
 }
 
 TEST(UserLimitsTest, ChargesGiveBackOnDestructionMoveAndRelease) {

@@ -104,7 +104,9 @@ void fgds_session_close(struct fgds_session* session) FGDS_NOEXCEPT;
  * allocates all of it before registering, so that the pages are charged to
  * the client, never to the daemon (fgds_iov_create does). */
 #define FGDS_LIMIT_UNALLOCATED 12u
-#define FGDS_LIMIT_MAX 12u
+#define FGDS_LIMIT_USER_FILES 13u   /* registered files of one user */
+#define FGDS_LIMIT_DAEMON_FILES 14u /* all users' registered files */
+#define FGDS_LIMIT_MAX 14u
 
 /* fgds_limit_describe returns a constant, human-readable description of
  * FGDS_LIMIT_* `limit` naming the `fgds mount` option that changes it

@@ -20,12 +20,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fgds/usrbio.h"
@@ -410,6 +412,118 @@ TEST_F(UsrbioLimitsTest, MappingsOfOneUserStopAtHisLimit) {
       << "step " << alice.other << ": " << alice.describe;
   bob.Release();
   EXPECT_TRUE(DaemonAlive());
+}
+
+// Registers the mount's shared file over and over, `per_session` times in
+// each of as many sessions as it takes, until refused or `most` are held
+// (held until the child exits).
+Outcome RegisterUntilRefused(const std::string& mnt, int per_session,
+                             int64_t most) {
+  Outcome o;
+  while (o.count < most && o.result == 0) {
+    auto* s = new Session(mnt);  // held until the child exits
+    if (s->open_result != 0) {
+      o.result = s->open_result;
+      o.limit = s->s.last_limit;
+      break;
+    }
+    for (int i = 0; i < per_session && o.count < most; ++i) {
+      const int id = RegisterPath(&s->s, mnt + "/shared", O_RDONLY);
+      if (id < 0) {
+        o.result = id;
+        o.limit = s->s.last_limit;
+        break;
+      }
+      ++o.count;
+    }
+  }
+  SetDescribe(&o);
+  return o;
+}
+
+// The soft RLIMIT_NOFILE of process `pid` (/proc/<pid>/limits), or 0.
+uint64_t FdLimitOf(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Max open files", 0) == 0) {
+      return std::stoull(line.substr(strlen("Max open files")));
+    }
+  }
+  return 0;
+}
+
+// Issue 12: each registered file holds daemon descriptors (the backend's
+// file and its O_DIRECT twin), and a session could hold 65,536 files and a
+// user many sessions, so one user could take every descriptor of the
+// daemon (EMFILE for everyone). Bob registers files over several sessions
+// until refused with EDQUOT naming his limit; alice still opens files
+// through the mount and registers her own; bob's charges come back when
+// his sessions end.
+TEST_F(UsrbioLimitsTest, RegisteredFilesOfOneUserStopAtHisLimit) {
+  constexpr int64_t kUserFiles = 40;
+  ASSERT_NO_FATAL_FAILURE(Mount({"--user-files", std::to_string(kUserFiles)}));
+  const std::string mnt = mnt_;
+  // Fewer per session than the limit, so that the sessions add up.
+  auto bob_registers = [mnt] { return RegisterUntilRefused(mnt, 15, 1000); };
+  {
+    Held bob(bob_, bob_registers);
+    ASSERT_TRUE(bob.got());
+    EXPECT_EQ(bob.outcome().result, -EDQUOT) << bob.outcome().describe;
+    EXPECT_EQ(bob.outcome().limit, FGDS_LIMIT_USER_FILES);
+    EXPECT_EQ(bob.outcome().count, kUserFiles);
+    EXPECT_NE(std::string(bob.outcome().describe).find("--user-files"),
+              std::string::npos);
+    EXPECT_TRUE(DaemonAlive());
+    // While bob holds his files: alice reads through the mount and
+    // registers her own file.
+    const Outcome alice = AliceStillWorks();
+    EXPECT_EQ(alice.result, 0)
+        << "step " << alice.other << ": " << alice.describe;
+    bob.Release();
+  }
+  // Bob's sessions ended: his files are given back (as the daemon tears
+  // the sessions down, so allow it a moment), and he gets them again.
+  Outcome again;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    Held bob(bob_, bob_registers);
+    ASSERT_TRUE(bob.got());
+    again = bob.outcome();
+    if (again.count == kUserFiles) break;
+    bob.Release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(again.result, -EDQUOT);
+  EXPECT_EQ(again.count, kUserFiles);
+  EXPECT_TRUE(DaemonAlive());
+}
+
+// Without options the limit is sized from the daemon's descriptor limit
+// (a quarter of it for all users' files, an eighth of that per user), far
+// below what one user could hold before (65,536 per session, in as many
+// sessions as his session limit allows): bob stops there, alice goes on.
+TEST_F(UsrbioLimitsTest, DefaultFileLimitLeavesTheDaemonDescriptors) {
+  ASSERT_NO_FATAL_FAILURE(Mount());
+  const uint64_t fd_limit = FdLimitOf(fs_->daemon_pid());
+  ASSERT_GT(fd_limit, 0u);
+  const int64_t expected =
+      static_cast<int64_t>(std::max<uint64_t>(16, fd_limit / 4 / 8));
+  const std::string mnt = mnt_;
+  Held bob(
+      bob_,
+      [mnt, expected] {
+        return RegisterUntilRefused(mnt, 4096, 2 * expected + 100);
+      },
+      [] { RaiseFileLimit(4096); });
+  ASSERT_TRUE(bob.got());
+  EXPECT_EQ(bob.outcome().result, -EDQUOT) << bob.outcome().describe;
+  EXPECT_EQ(bob.outcome().limit, FGDS_LIMIT_USER_FILES);
+  EXPECT_EQ(bob.outcome().count, expected);
+  EXPECT_TRUE(DaemonAlive());
+  const Outcome alice = AliceStillWorks();
+  EXPECT_EQ(alice.result, 0)
+      << "step " << alice.other << ": " << alice.describe;
+  bob.Release();
 }
 
 // The daemon-wide cap: when all users together reach it, the next one gets
