@@ -3,10 +3,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backend/local/local_backend.h"
+#ifdef FGDS_HAVE_CEPH
+#include "backend/ceph/ceph_backend.h"
+#endif
 
 namespace fgds::backend {
 
-std::vector<std::string> BackendNames() { return {kDefaultBackend}; }
+std::vector<std::string> BackendNames() {
+#ifdef FGDS_HAVE_CEPH
+  return {kDefaultBackend, "ceph"};
+#else
+  return {kDefaultBackend};
+#endif
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     const BackendConfig& config, std::string* warning) {
@@ -28,6 +37,16 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     }
     return std::unique_ptr<Backend>(*std::move(local));
   }
+#ifdef FGDS_HAVE_CEPH
+  if (config.name == "ceph") {
+    CephOptions options;
+    options.conf = config.ceph_conf;
+    options.id = config.ceph_id;
+    options.fs = config.ceph_fs;
+    options.root = config.ceph_root;
+    return CreateCephBackend(options);
+  }
+#endif
   return absl::InvalidArgumentError(
       absl::StrCat("unknown backend '", config.name,
                    "' (known: ", absl::StrJoin(BackendNames(), ", "), ")"));

@@ -29,6 +29,12 @@ struct BackendConfig {
   std::string name = kDefaultBackend;
   // local: the backing directory.
   std::string data_dir;
+  // ceph (backend/ceph/ceph_backend.h): the cluster's ceph.conf, the
+  // cephx id, the file system and the directory served as the root.
+  std::string ceph_conf;
+  std::string ceph_id;
+  std::string ceph_fs;
+  std::string ceph_root = "/";
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;
 };

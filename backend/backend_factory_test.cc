@@ -36,5 +36,23 @@ TEST(BackendFactoryTest, UnknownNameListsTheKnownOnes) {
   EXPECT_NE(backend.status().message().find("local"), std::string::npos);
 }
 
+TEST(BackendFactoryTest, CephNeedsAConfOrIsNotBuilt) {
+  BackendConfig config;
+  config.name = "ceph";
+  auto backend = CreateBackend(config, nullptr);
+  ASSERT_FALSE(backend.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(backend.status()));
+#ifdef FGDS_HAVE_CEPH
+  EXPECT_NE(backend.status().message().find("--ceph-conf"), std::string::npos)
+      << backend.status();
+  EXPECT_EQ(BackendNames().size(), 2u);
+#else
+  EXPECT_NE(backend.status().message().find("unknown backend"),
+            std::string::npos)
+      << backend.status();
+  EXPECT_EQ(BackendNames().size(), 1u);
+#endif
+}
+
 }  // namespace
 }  // namespace fgds::backend

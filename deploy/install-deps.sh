@@ -12,6 +12,9 @@ packages=(
   clang-format
   kmod procps util-linux
   python3 python3-numpy python3-torch  # the fgds Python package's tests
+  # The CephFS backend (libcephfs) and the one-node test cluster
+  # (tests/ceph/start-cluster.sh: mon, OSD, MDS, the ceph CLI; uuidgen).
+  libcephfs-dev ceph-mon ceph-osd ceph-mds ceph-common uuid-runtime
 )
 
 missing=()

@@ -247,6 +247,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend::BackendConfig backend_config;
   backend_config.name = options.backend;
   backend_config.data_dir = options.data_dir;
+  backend_config.ceph_conf = options.ceph_conf;
+  backend_config.ceph_id = options.ceph_id;
+  backend_config.ceph_fs = options.ceph_fs;
+  backend_config.ceph_root = options.ceph_root;
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =

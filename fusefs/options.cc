@@ -14,6 +14,13 @@ const char* MountUsage() {
          "a directory)\n"
          "  --data DIR            backing directory of the local backend "
          "(default /var/lib/fgds/data)\n"
+         "  --ceph-conf FILE      ceph backend: the cluster's ceph.conf\n"
+         "  --ceph-id NAME        ceph backend: cephx client id (default "
+         "admin)\n"
+         "  --ceph-fs NAME        ceph backend: file system (default: the "
+         "cluster's)\n"
+         "  --ceph-root PATH      ceph backend: directory served as the root "
+         "(default /)\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
          "  --writeback-cache     let the kernel cache writes\n"
          "  --direct-io           bypass the kernel page cache for data\n"
@@ -136,6 +143,14 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
     } else if (arg == "--backend") {
       if (auto st = value(&v); !st.ok()) return st;
       options.backend = std::string(v);
+    } else if (arg == "--ceph-conf" || arg == "--ceph-id" ||
+               arg == "--ceph-fs" || arg == "--ceph-root") {
+      if (auto st = value(&v); !st.ok()) return st;
+      std::string* field = arg == "--ceph-conf" ? &options.ceph_conf
+                           : arg == "--ceph-id" ? &options.ceph_id
+                           : arg == "--ceph-fs" ? &options.ceph_fs
+                                                : &options.ceph_root;
+      *field = std::string(v);
     } else if (arg == "--data") {
       if (auto st = value(&v); !st.ok()) return st;
       options.data_dir = std::string(v);

@@ -17,6 +17,12 @@ struct DaemonOptions {
   std::string backend = "local";
   // Where the files live: the embedded default backing store.
   std::string data_dir = "/var/lib/fgds/data";
+  // The ceph backend's cluster (backend/ceph/ceph_backend.h): --ceph-conf,
+  // --ceph-id, --ceph-fs, --ceph-root.
+  std::string ceph_conf;
+  std::string ceph_id;
+  std::string ceph_fs;
+  std::string ceph_root = "/";
   // Where the namespace is mounted (required argument).
   std::string mountpoint;
   // Stay in the foreground (log to stderr) instead of daemonizing.

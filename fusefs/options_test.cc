@@ -35,6 +35,20 @@ TEST(OptionsTest, BackendIsChosenByName) {
   EXPECT_FALSE(Parse({"/mnt/fgds", "--backend"}).ok());
 }
 
+TEST(OptionsTest, CephOptions) {
+  auto options =
+      Parse({"--backend", "ceph", "--ceph-conf", "/c/ceph.conf", "--ceph-id",
+             "fgds", "--ceph-fs", "data", "--ceph-root", "/sub", "/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->backend, "ceph");
+  EXPECT_EQ(options->ceph_conf, "/c/ceph.conf");
+  EXPECT_EQ(options->ceph_id, "fgds");
+  EXPECT_EQ(options->ceph_fs, "data");
+  EXPECT_EQ(options->ceph_root, "/sub");
+  EXPECT_EQ(Parse({"/mnt/fgds"})->ceph_root, "/");
+  EXPECT_FALSE(Parse({"/mnt/fgds", "--ceph-conf"}).ok());
+}
+
 TEST(OptionsTest, AllFlags) {
   auto options = Parse({"--data",
                         "/d",

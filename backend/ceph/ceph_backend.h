@@ -1,0 +1,45 @@
+// File: backend/ceph/ceph_backend.h
+//
+// The CephFS backend: serves a CephFS file system (or a subtree of it)
+// through libcephfs's low-level calls (ceph_ll_*). Each node the kernel
+// knows holds one reference of libcephfs's Inode; file data goes through a
+// fixed pool of threads (io_pool.h), because libcephfs calls block on the
+// network. docs/ceph.md says what is served and what is not yet.
+//
+// Built only where libcephfs is installed (FGDS_HAVE_CEPH).
+#ifndef FGDS_BACKEND_CEPH_CEPH_BACKEND_H_
+#define FGDS_BACKEND_CEPH_CEPH_BACKEND_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "backend/backend.h"
+
+namespace fgds::backend {
+
+struct CephOptions {
+  // ceph.conf of the cluster (monitors, keyring); required.
+  std::string conf;
+  // The cephx client name without "client." (default: libcephfs's, admin).
+  std::string id;
+  // The file system to mount (default: the cluster's default).
+  std::string fs;
+  // The directory of the file system that becomes the mount's root.
+  std::string root = "/";
+  // Threads moving file data (the most requests in flight to Ceph).
+  unsigned io_threads = 8;
+  // Seconds the connection and mount wait for the cluster before failing,
+  // unless the conf sets client_mount_timeout (to other than libcephfs's
+  // default, 300).
+  unsigned mount_timeout_s = 30;
+};
+
+// Connects and mounts; an unreachable cluster fails after
+// `mount_timeout_s` with the reason.
+absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
+    const CephOptions& options);
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_CEPH_CEPH_BACKEND_H_
