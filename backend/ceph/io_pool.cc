@@ -13,27 +13,27 @@ IoPool::IoPool(unsigned threads) {
 
 IoPool::~IoPool() {
   {
-    absl::MutexLock lock(&mu_);
+    fgds::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  work_.SignalAll();
   for (std::thread& t : threads_) t.join();
 }
 
 void IoPool::Submit(std::function<void()> job) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(job));
+  {
+    fgds::MutexLock lock(&mu_);
+    queue_.push_back(std::move(job));
+  }
+  work_.Signal();
 }
 
 void IoPool::Loop() {
   for (;;) {
     std::function<void()> job;
     {
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](IoPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mu_) {
-            return pool->stopping_ || !pool->queue_.empty();
-          },
-          this));
+      fgds::MutexLock lock(&mu_);
+      while (!stopping_ && queue_.empty()) work_.Wait(&mu_);
       // Drain before stopping: every queued job completes a request.
       if (queue_.empty()) return;
       job = std::move(queue_.front());

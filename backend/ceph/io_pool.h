@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/mutex.h"
 
 namespace fgds::backend {
 
@@ -33,7 +33,10 @@ class IoPool {
  private:
   void Loop();
 
-  absl::Mutex mu_;
+  // fgds::Mutex, not absl::Mutex: Debian's abseil is not built with
+  // ThreadSanitizer's annotations, so TSan cannot see absl::Mutex order.
+  fgds::Mutex mu_;
+  fgds::CondVar work_;  // a job queued, or stopping
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
