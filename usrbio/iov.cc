@@ -39,7 +39,11 @@ int BindToNode(void* addr, uint64_t len, int node) {
 int AllocatePages(void* addr, uint64_t len) {
 #ifdef MADV_POPULATE_WRITE
   if (madvise(addr, len, MADV_POPULATE_WRITE) == 0) return 0;
-  if (errno != EINVAL) return errno == EFAULT ? -ENOMEM : -errno;
+  // EINVAL: a kernel before 5.14; ENOSYS: one built without madvise
+  // (CONFIG_ADVISE_SYSCALLS, as small kernels are) or a seccomp filter.
+  if (errno != EINVAL && errno != ENOSYS) {
+    return errno == EFAULT ? -ENOMEM : -errno;
+  }
 #endif
   // A fresh memfd reads as zeros: writing a zero changes nothing but
   // allocates the page. (A shortage here is SIGBUS or the OOM killer, as
