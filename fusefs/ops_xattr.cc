@@ -92,8 +92,13 @@ void DoGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   Filesystem& fs = Fs(req);
   OpTimer timer(fs.stats, Op::kGetxattr);
   ReplySized(req, size, timer, [&](char* buf, size_t n) {
-    return IsControlNode(ino) ? -ENODATA
-                              : fs.backend->GetXattr(ino, name, buf, n);
+    if (IsControlNode(ino)) return -ENODATA;
+    const int res = fs.backend->GetXattr(ino, name, buf, n);
+    // The kernel asks for ACLs on every permission check (FUSE_POSIX_ACL)
+    // and fails the check on any error but "none": a backing filesystem
+    // without ACL support (EOPNOTSUPP) simply has none, or no user but
+    // root could open anything.
+    return res == -EOPNOTSUPP && IsPosixAcl(name) ? -ENODATA : res;
   });
 }
 
