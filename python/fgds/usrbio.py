@@ -39,6 +39,24 @@ class Completion(collections.namedtuple(
         return check(self.result, "usrbio entry")
 
 
+class _ClosedOnExit:
+    """`with` support and a close when collected, for objects whose close()
+    is idempotent (a half-built one, whose close raises AttributeError, and
+    a failing close at collection are ignored: there is no caller to tell)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
+
+
 class Session:
     """A session with the daemon serving `path` (the mountpoint or any path
     inside the mount). Closing it closes its iovs and iors still open (the
@@ -192,7 +210,7 @@ class RegisteredFile:
         self.close()
 
 
-class Iov:
+class Iov(_ClosedOnExit):
     """Memory shared with the daemon: host (create_iov) or GPU (wrap_gpu).
     `buffer` is a writable memoryview of a host iov."""
 
@@ -243,24 +261,12 @@ class Iov:
             check(self.session._lib.fgds_iov_destroy(
                 ctypes.byref(self._struct)), "fgds_iov_destroy")
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except (OSError, AttributeError):
-            pass
-
     def _check_open(self):
         if not self._open:
             raise ValueError("the iov is closed")
 
 
-class Ior:
+class Ior(_ClosedOnExit):
     """A submission/completion ring. One thread submits and one reaps at a
     time (they may differ)."""
 
@@ -343,18 +349,6 @@ class Ior:
             self._open = False
             check(self._lib.fgds_ior_destroy(ctypes.byref(self._struct)),
                   "fgds_ior_destroy")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except (OSError, AttributeError):
-            pass
 
     def _ptr(self):
         if not self._open:
