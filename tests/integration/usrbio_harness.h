@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,6 +189,30 @@ inline int RunAsUser(const TestUser& user, const std::function<int()>& body) {
   if (waitpid(pid, &status, 0) != pid) return -errno;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+// A mount with two real users, alice and bob (test_users.h), and a
+// directory "shared" on it that both may create files in.
+class UsrbioTwoUsersTest : public UsrbioTest {
+ protected:
+  void SetUp() override {
+    UsrbioTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    absl::StatusOr<TestUser> alice = EnsureTestUser(kAlice);
+    ASSERT_TRUE(alice.ok()) << alice.status();
+    absl::StatusOr<TestUser> bob = EnsureTestUser(kBob);
+    ASSERT_TRUE(bob.ok()) << bob.status();
+    alice_ = *alice;
+    bob_ = *bob;
+    ASSERT_EQ(mkdir(Mnt("shared").c_str(), 0777), 0);
+    ASSERT_EQ(chmod(Mnt("shared").c_str(), 0777), 0);
+  }
+  std::string Shared(const std::string& name) const {
+    return Mnt("shared/" + name);
+  }
+
+  TestUser alice_;
+  TestUser bob_;
+};
 
 inline std::string Join(const std::vector<std::string>& items) {
   std::string out;

@@ -20,24 +20,8 @@
 namespace fgds::testing {
 namespace {
 
-class PosixAclTest : public UsrbioTest {
+class PosixAclTest : public UsrbioTwoUsersTest {
  protected:
-  void SetUp() override {
-    UsrbioTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<TestUser> alice = EnsureTestUser(kAlice);
-    ASSERT_TRUE(alice.ok()) << alice.status();
-    absl::StatusOr<TestUser> bob = EnsureTestUser(kBob);
-    ASSERT_TRUE(bob.ok()) << bob.status();
-    alice_ = *alice;
-    bob_ = *bob;
-    ASSERT_EQ(mkdir(Mnt("shared").c_str(), 0777), 0);
-    ASSERT_EQ(chmod(Mnt("shared").c_str(), 0777), 0);
-  }
-  std::string Shared(const std::string& name) const {
-    return Mnt("shared/" + name);
-  }
-
   // alice creates `name` (one 4 KiB block of her pattern, `mode`) and gives
   // it the access ACL `acl`, all through the mount.
   void CreateWithAclAsAlice(const std::string& name, mode_t mode,
@@ -74,9 +58,6 @@ class PosixAclTest : public UsrbioTest {
     }
     return UINT64_MAX;
   }
-
-  TestUser alice_;
-  TestUser bob_;
 };
 
 TEST_F(PosixAclTest, AnAclDenyingBobIsEnforcedThroughTheMount) {

@@ -17,24 +17,8 @@ namespace {
 
 constexpr uint64_t kBlock = 4096;
 
-class UsrbioSetIdTest : public UsrbioTest {
+class UsrbioSetIdTest : public UsrbioTwoUsersTest {
  protected:
-  void SetUp() override {
-    UsrbioTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    absl::StatusOr<TestUser> alice = EnsureTestUser(kAlice);
-    ASSERT_TRUE(alice.ok()) << alice.status();
-    absl::StatusOr<TestUser> bob = EnsureTestUser(kBob);
-    ASSERT_TRUE(bob.ok()) << bob.status();
-    alice_ = *alice;
-    bob_ = *bob;
-    ASSERT_EQ(mkdir(Mnt("shared").c_str(), 0777), 0);
-    ASSERT_EQ(chmod(Mnt("shared").c_str(), 0777), 0);
-  }
-
-  std::string Shared(const std::string& name) const {
-    return Mnt("shared/" + name);
-  }
   // The permission bits of the backing file (the truth, past any cache).
   mode_t BackingMode(const std::string& name) const {
     struct stat st;
@@ -106,9 +90,6 @@ class UsrbioSetIdTest : public UsrbioTest {
     return n == static_cast<ssize_t>(kBlock) &&
            MatchesPattern(data.data(), kBlock, seed, block * kBlock);
   }
-
-  TestUser alice_;
-  TestUser bob_;
 };
 
 TEST_F(UsrbioSetIdTest, UnprivilegedRingWriteClearsSetUidAndExecutableSetGid) {
