@@ -12,8 +12,10 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 namespace fgds::fusefs {
@@ -92,12 +94,24 @@ class OpStats {
   std::array<Counters, static_cast<int>(Op::kCount)> ops_;
 };
 
-// OpTimer records one operation when it goes out of scope.
+// OpTimer records one operation when it goes out of scope. Destroyed by
+// an exception leaving the handler, it records an error: the operation
+// table's guard (ops_table.cc) then fails the request with an errno.
 class OpTimer {
  public:
   OpTimer(OpStats& stats, Op op)
-      : stats_(stats), op_(op), start_(OpStats::Clock::now()) {}
+      : stats_(stats),
+        op_(op),
+        start_(OpStats::Clock::now()),
+        exceptions_at_start_(std::uncaught_exceptions()) {}
   ~OpTimer() {
+    // More exceptions in flight than when the handler began: this one is
+    // unwinding through it. (Its errno is the guard's to choose; any
+    // nonzero value counts the error.)
+    if (std::uncaught_exceptions() > exceptions_at_start_) {
+      error_ = kUnwound;
+      bytes_ = 0;
+    }
     stats_.Record(op_, OpStats::Clock::now() - start_, bytes_, error_);
   }
   OpTimer(const OpTimer&) = delete;
@@ -114,10 +128,14 @@ class OpTimer {
   }
   OpStats::Clock::time_point start() const { return start_; }
 
+  // What an operation that failed by an exception records.
+  static constexpr int kUnwound = EIO;
+
  private:
   OpStats& stats_;
   const Op op_;
   const OpStats::Clock::time_point start_;
+  const int exceptions_at_start_;
   uint64_t bytes_ = 0;
   int error_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "fusefs/op_stats.h"
 
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,34 @@ TEST(OpStatsTest, CountsErrorsAndBytesPerOp) {
   EXPECT_EQ(stats.bytes(Op::kRead), 4096u);
   EXPECT_EQ(stats.count(Op::kWrite), 1u);
   EXPECT_EQ(stats.count(Op::kLookup), 0u);
+}
+
+// A handler that throws fails its request (the table's guard replies with
+// an errno, ops_table.cc): its timer, destroyed by the unwinding, must count
+// an error, not a success.
+TEST(OpStatsTest, ATimerUnwoundByAnExceptionCountsAnError) {
+  OpStats stats;
+  try {
+    OpTimer timer(stats, Op::kLookup);
+    throw std::runtime_error("handler failed");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(stats.count(Op::kLookup), 1u);
+  EXPECT_EQ(stats.errors(Op::kLookup), 1u);
+  // A timer that ends normally inside a catch block (an exception in
+  // flight around it, not through it) still counts its own result.
+  try {
+    throw std::runtime_error("outer");
+  } catch (const std::runtime_error&) {
+    OpTimer timer(stats, Op::kGetattr);
+    timer.set_result(0);
+  }
+  EXPECT_EQ(stats.errors(Op::kGetattr), 0u);
+  {
+    OpTimer timer(stats, Op::kRead);
+    timer.set_result(10, /*add_bytes=*/true);
+  }
+  EXPECT_EQ(stats.errors(Op::kRead), 0u);
 }
 
 TEST(OpStatsTest, QuantilesBoundTheLatencyWithinAFactorOfTwo) {

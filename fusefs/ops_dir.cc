@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <memory>
 
 #include "fusefs/control_dir.h"
+#include "fusefs/exception_errno.h"
 #include "fusefs/filesystem.h"
 
 namespace fgds::fusefs {
@@ -140,7 +142,20 @@ void DoReaddirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     used += n;
     return true;
   };
-  int res = fs.backend->ReadDir(DirOf(fi), offset, emit);
+  int res;
+  try {
+    res = fs.backend->ReadDir(DirOf(fi), offset, emit);
+  } catch (...) {
+    // With nothing placed, the table's guard answers the error. Entries
+    // already placed hold lookups the backend counted: they must reach
+    // the kernel, which will forget them, or those nodes would stay
+    // counted for good. As for an error below, the next call (which
+    // starts after them) reports it.
+    if (used == 0) throw;
+    timer.set_result(-ExceptionErrno(std::current_exception()));
+    fuse_reply_buf(req, buf.get(), used);
+    return;
+  }
   if (res == 0 && used == 0) res = lookup_error;
   timer.set_result(res);
   // Entries already placed must reach the kernel (their lookups counted),

@@ -114,6 +114,14 @@ class ReadOp : public backend::FileIoCompletion {
  public:
   ReadOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
       : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers) {}
+  // Freed without completing: SubmitIo threw, and the table's guard fails
+  // the request; it counts as an error.
+  ~ReadOp() override {
+    if (!completed_) {
+      fs_.stats.Record(Op::kRead, OpStats::Clock::now() - start_, 0,
+                       OpTimer::kUnwound);
+    }
+  }
 
   // Null when the pool is out of memory.
   char* buffer() { return buffer_.get(); }
@@ -127,6 +135,7 @@ class ReadOp : public backend::FileIoCompletion {
     fs_.stats.Record(Op::kRead, OpStats::Clock::now() - start_,
                      result > 0 ? static_cast<uint64_t>(result) : 0,
                      result < 0 ? static_cast<int>(-result) : 0);
+    completed_ = true;
     delete this;
   }
 
@@ -135,6 +144,7 @@ class ReadOp : public backend::FileIoCompletion {
   Filesystem& fs_;
   const OpStats::Clock::time_point start_;
   const PooledBuffer buffer_;
+  bool completed_ = false;
 };
 
 void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {

@@ -4,6 +4,7 @@
 // from (nearly) every call; needs root and /dev/fuse, and skips without.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -16,9 +17,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -44,6 +48,11 @@ class ThrowingBackend final : public backend::Backend {
                                    kBroken = 5003;
 
   void set_throw(Throw what) { throw_.store(what); }
+  // Counts, in `*net` (shared with the test process), lookups of the
+  // entries of the root minus forgets of them, and makes ReadDir of the
+  // root list "f" and "d" (each looked up, for readdirplus) before it
+  // throws. REQUIRES: before serving.
+  void CountLookups(std::atomic<int64_t>* net) { net_lookups_ = net; }
 
   backend::NodeId root() const override { return FUSE_ROOT_ID; }
   std::string EngineName() const override { return "throwing"; }
@@ -57,11 +66,15 @@ class ThrowingBackend final : public backend::Backend {
                            : n == "g" ? kBroken
                                       : 0;
     if (parent != FUSE_ROOT_ID || node == 0) Fail();
+    if (net_lookups_ != nullptr) net_lookups_->fetch_add(1);
     out->node = node;
     Attr(node, &out->attr);
     return 0;
   }
-  void Forget(backend::NodeId, uint64_t) override { Fail(); }
+  void Forget(backend::NodeId, uint64_t nlookup) override {
+    if (net_lookups_ == nullptr) Fail();
+    net_lookups_->fetch_sub(static_cast<int64_t>(nlookup));
+  }
   int GetAttr(backend::NodeId node, struct stat* out) override {
     if (node == kBroken) Fail();
     Attr(node, out);
@@ -130,8 +143,16 @@ class ThrowingBackend final : public backend::Backend {
     *out = reinterpret_cast<backend::Dir*>(&dir_token_);
     return 0;
   }
-  int ReadDir(backend::Dir*, off_t,
-              const std::function<bool(const backend::DirEntry&)>&) override {
+  int ReadDir(
+      backend::Dir*, off_t offset,
+      const std::function<bool(const backend::DirEntry&)>& emit) override {
+    if (net_lookups_ != nullptr) {
+      const backend::DirEntry entries[] = {{"f", kFile, DT_REG, 1},
+                                           {"d", kDir, DT_DIR, 2}};
+      for (const backend::DirEntry& e : entries) {
+        if (e.next_offset > offset && !emit(e)) return 0;
+      }
+    }
     Fail();
   }
   void ReleaseDir(backend::Dir*) override { Fail(); }
@@ -161,6 +182,7 @@ class ThrowingBackend final : public backend::Backend {
   }
 
   std::atomic<Throw> throw_{Throw::kBadAlloc};
+  std::atomic<int64_t>* net_lookups_ = nullptr;
   char file_token_ = 0;
   char dir_token_ = 0;
 };
@@ -242,6 +264,32 @@ class ServedMount {
   bool mounted_ = false;
 };
 
+// Adds /.fgds/stats (as the daemon does, daemon.cc) to `fs`.
+std::unique_ptr<Filesystem> WithStats(std::unique_ptr<Filesystem> fs) {
+  Filesystem* raw = fs.get();
+  fs->control.AddFile("stats", [raw] { return raw->stats.Render("# test"); });
+  return fs;
+}
+
+struct OpCounts {
+  uint64_t count = 0;
+  uint64_t errors = 0;
+};
+
+// The op rows of a /.fgds/stats text: name, count, errors.
+std::map<std::string, OpCounts> ReadStats(const std::string& path) {
+  std::map<std::string, OpCounts> rows;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string name;
+    OpCounts c;
+    if (fields >> name >> c.count >> c.errors) rows[name] = c;
+  }
+  return rows;
+}
+
 // Whether a wait status says the server exited normally.
 std::string ServerEnd(int status) {
   if (WIFEXITED(status)) return absl::StrCat("exit ", WEXITSTATUS(status));
@@ -289,7 +337,8 @@ TEST_F(OpsTableTest, EveryHandlerTurnsExceptionsIntoErrnos) {
     ServedMount mount([&] {
       auto backend = std::make_unique<ThrowingBackend>();
       backend->set_throw(kind.what);
-      return std::make_unique<Filesystem>(Uncached(), std::move(backend));
+      return WithStats(
+          std::make_unique<Filesystem>(Uncached(), std::move(backend)));
     });
     ASSERT_TRUE(mount.ok()) << "mounting failed";
     auto at = [&](const char* name) { return mount.Path(name); };
@@ -355,12 +404,79 @@ TEST_F(OpsTableTest, EveryHandlerTurnsExceptionsIntoErrnos) {
     // Release and releasedir throw too; their replies reach nobody.
     close(fd2);
     close(dir);
+    // Each failed request counts as an error in /.fgds/stats (each op
+    // below throws on every call, so all its requests failed).
+    const auto stats = ReadStats(at(".fgds/stats"));
+    for (const char* op :
+         {"read",      "write",           "fsync",   "fallocate", "lseek",
+          "setattr",   "copy_file_range", "flush",   "setxattr",  "getxattr",
+          "listxattr", "removexattr",     "mkdir",   "mknod",     "symlink",
+          "link",      "create",          "unlink",  "rmdir",     "rename",
+          "readlink",  "statfs",          "fsyncdir"}) {
+      auto it = stats.find(op);
+      ASSERT_NE(it, stats.end()) << op << " missing from the stats";
+      EXPECT_GE(it->second.count, 1u) << op;
+      EXPECT_EQ(it->second.errors, it->second.count)
+          << op << ": failed requests counted as successes";
+    }
     // Still serving, and it ends cleanly when unmounted.
     EXPECT_EQ(stat(at("f").c_str(), &st), 0) << strerror(errno);
     const int status = mount.Stop();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "server: " << ServerEnd(status);
   }
+}
+
+// A readdirplus whose backend throws after it placed entries (each one
+// looked up, so counted by the backend): the entries must reach the kernel,
+// which then holds and later forgets exactly those references. Before, the
+// guard replied an error and the placed entries' lookups were never
+// forgotten (a node pinned in the backend for good).
+TEST_F(OpsTableTest, AReaddirplusThatThrowsPartWayKeepsLookupCountsExact) {
+  // Shared with the forked server: lookups it counted minus forgets.
+  void* shared =
+      mmap(nullptr, sizeof(std::atomic<int64_t>), PROT_READ | PROT_WRITE,
+           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(shared, MAP_FAILED);
+  auto* net = new (shared) std::atomic<int64_t>(0);
+  {
+    ServedMount mount([&] {
+      auto backend = std::make_unique<ThrowingBackend>();
+      backend->CountLookups(net);
+      return std::make_unique<Filesystem>(Uncached(), std::move(backend));
+    });
+    ASSERT_TRUE(mount.ok()) << "mounting failed";
+    const std::string root = mount.Path("");
+    int dir = open(root.c_str(), O_RDONLY | O_DIRECTORY);
+    ASSERT_GE(dir, 0) << strerror(errno);
+    // The first getdents of a directory is a readdirplus: it returns the
+    // two placed entries; the next one reports the backend's failure.
+    char buf[4096];
+    std::vector<std::string> names;
+    long n = syscall(SYS_getdents64, dir, buf, sizeof(buf));
+    const int first_errno = errno;
+    for (long pos = 0; n > 0 && pos < n;) {
+      auto* d = reinterpret_cast<dirent64*>(buf + pos);
+      names.push_back(d->d_name);
+      pos += d->d_reclen;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"f", "d"}))
+        << "getdents: " << n << " " << strerror(first_errno);
+    EXPECT_EQ(syscall(SYS_getdents64, dir, buf, sizeof(buf)), -1);
+    close(dir);
+    // The kernel forgets what it holds once its caches are dropped; then
+    // the backend must hold no lookup of these entries either.
+    for (int i = 0; i < 100 && net->load() != 0; ++i) {
+      std::ofstream("/proc/sys/vm/drop_caches") << "2\n";
+      usleep(20000);
+    }
+    EXPECT_EQ(net->load(), 0)
+        << "lookups the backend counted and the kernel does not hold";
+    const int status = mount.Stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "server: " << ServerEnd(status);
+  }
+  munmap(shared, sizeof(std::atomic<int64_t>));
 }
 
 TEST_F(OpsTableTest, BuffersOutOfMemoryFailReadsAndWritesWithEnomem) {
