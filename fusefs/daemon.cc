@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -21,6 +22,7 @@
 #include "backend/backend_factory.h"
 #include "common/errno_status.h"
 #include "common/log.h"
+#include "fusefs/abort_on_death.h"
 #include "fusefs/fd_limit.h"
 #include "fusefs/filesystem.h"
 #include "fusefs/mount_table.h"
@@ -136,6 +138,21 @@ int TestStopPoint() {
   return env != nullptr ? atoi(env) : 0;
 }
 
+// Test hook, for tests/integration/usrbio_daemon_death_test.cc: with
+// FGDS_TEST_DIE_IN_REGISTRATION set, the daemon dies in the middle of a
+// usrbio file registration, holding the client's descriptor of a file on
+// its own mount: "abort" (SIGABRT, as a failed assertion), "exit"
+// (exit_group, as a sanitizer halting it) or "kill" (SIGKILL). Unset or
+// anything else: no hook.
+std::function<void()> TestDeathInRegistration() {
+  const char* env = getenv("FGDS_TEST_DIE_IN_REGISTRATION");
+  const std::string how = env != nullptr ? env : "";
+  if (how == "abort") return [] { abort(); };
+  if (how == "exit") return [] { _exit(66); };
+  if (how == "kill") return [] { raise(SIGKILL); };
+  return nullptr;
+}
+
 }  // namespace
 
 absl::Status PrepareMount(DaemonOptions& options) {
@@ -218,6 +235,7 @@ static void StartSessions(const DaemonOptions& options,
   session_options.context.user_limits =
       std::make_shared<session::UserLimits>(limits);
   session_options.context.refusal_log = std::make_shared<session::RefusalLog>();
+  session_options.context.while_holding_client_fd = TestDeathInRegistration();
   LogInfo("usrbio limits: %s", DescribeUsrbioLimits(limits));
   auto server = session::SessionServer::Start(session_options);
   if (server.ok()) {
@@ -334,6 +352,20 @@ absl::Status ServeMount(const DaemonOptions& options,
   // loop's INIT reply.
   RaiseReadahead(options.mountpoint, options.readahead_kb);
   point(kBeforeSessions);
+  // Before any session can hand us a descriptor of our own mount: should
+  // the daemon die holding one, its exit would wait on itself
+  // (abort_on_death.h).
+  std::unique_ptr<AbortOnDeath> guard;
+  if (auto mounted = FindMount(options.mountpoint); mounted) {
+    auto started = AbortOnDeath::Start(options.mountpoint,
+                                       makedev(mounted->major, mounted->minor));
+    if (started.ok()) {
+      guard = *std::move(started);
+    } else {
+      LogWarning("no guard against dying with descriptors of the mount: %s",
+                 started.status().ToString());
+    }
+  }
   // usrbio writes bypass the mount: its page cache is kept coherent with
   // them (cache_invalidator.h), in every mode. With direct I/O, reads and
   // writes skip the page cache and shared mappings are refused (we cannot
@@ -373,6 +405,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   sessions.reset();  // ends usrbio sessions before the engine goes away
+  // No client's descriptor can reach us any more.
+  guard.reset();
   // Writes that wait for a write-back of the mount's pages go to the engine
   // from the invalidator's thread: hand them over while it exists.
   invalidator->Flush();

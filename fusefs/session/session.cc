@@ -460,6 +460,9 @@ int Session::RegisterFile(int fd, uint32_t* id, uint32_t* refused) {
   if (ret >= 0 && fstat(fd, &st) != 0) ret = -EBADF;
   if (ret >= 0 && st.st_dev != context_.mount_dev) ret = -EBADF;
   if (ret >= 0 && !S_ISREG(st.st_mode)) ret = -EINVAL;
+  if (ret >= 0 && context_.while_holding_client_fd) {
+    context_.while_holding_client_fd();
+  }
   backend::NodeId node = 0;
   if (ret >= 0) {
     ret = context_.node_of_fd ? context_.node_of_fd(fd, &node)

@@ -75,6 +75,10 @@ struct SessionContext {
   std::shared_ptr<UserLimits> user_limits;
   // Rate-limits the log lines of refusals, per user (null: every line).
   std::shared_ptr<RefusalLog> refusal_log;
+  // Test hook (tests/integration/usrbio_daemon_death_test.cc): called while a
+  // file registration holds the client's descriptor of a file on the mount, to
+  // make the daemon die exactly there. Empty: nothing.
+  std::function<void()> while_holding_client_fd;
 };
 
 class Session {
