@@ -1,11 +1,16 @@
 #include "backend/local/inode_table.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+
+#include "common/log.h"
 
 namespace fgds::backend {
 
@@ -26,15 +31,38 @@ void ToKernel(const FileHandle& handle, HandleBuffer* out) {
   memcpy(out->header.f_handle, handle.bytes.data(), handle.bytes.size());
 }
 
+// Half the descriptors the daemon may hold: the other half stays for open
+// files (two each), usrbio and the daemon's own.
+size_t DefaultMaxPinned() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 ||
+      limit.rlim_cur == RLIM_INFINITY) {
+    return 512;
+  }
+  return std::max<size_t>(static_cast<size_t>(limit.rlim_cur / 2), 16);
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// At most one warning about the bound this often.
+constexpr uint64_t kWarningGapNs = 10ull * 1000000000u;
+
 }  // namespace
 
 PathFd::~PathFd() {
   if (owned_ && fd_ >= 0) close(fd_);
 }
 
-InodeTable::InodeTable(int root_fd, const struct stat& root_stat, Reach reach)
+InodeTable::InodeTable(int root_fd, const struct stat& root_stat, Reach reach,
+                       size_t max_pinned)
     : root_(root_stat.st_dev, root_stat.st_ino, root_stat.st_mode & S_IFMT,
-            root_fd, FileHandle{}, -1) {
+            root_fd, FileHandle{}, -1),
+      max_pinned_(max_pinned != 0 ? max_pinned : DefaultMaxPinned()) {
   root_.nlookup = 1;  // never dropped
   if (reach != Reach::kHandles) return;
   // Opening a handle needs CAP_DAC_READ_SEARCH (the root daemon has it)
@@ -147,8 +175,16 @@ NodeId InodeTable::Insert(int fd, const struct stat& st) {
   int mount_fd = handle.bytes.empty() ? -1 : MountFd(handle.mount_id, fd);
   int pinned_fd = -1;
   if (mount_fd < 0) {
+    if (pinned_ >= max_pinned_) {
+      // Nothing changed: the key entry just made (if any) goes again.
+      if (inserted) inodes_.erase(it);
+      close(fd);
+      WarnPinnedFull();
+      return kNoNode;
+    }
     pinned_fd = fd;  // no handle: the descriptor is the only way back
     handle = {};
+    ++pinned_;
   } else {
     close(fd);
   }
@@ -174,12 +210,34 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
   auto it = inodes_.find(Key{inode.dev, inode.ino});
   // A newer file with the same number may own the key by now.
   if (it != inodes_.end() && it->second == &inode) inodes_.erase(it);
-  if (inode.pinned_fd >= 0) close(inode.pinned_fd);
+  if (inode.pinned_fd >= 0) {
+    close(inode.pinned_fd);
+    --pinned_;
+  }
   {
     MutexLock open_lock(&inode.open_mu);
     if (inode.open_fd >= 0) close(inode.open_fd);
   }
   delete &inode;
+}
+
+size_t InodeTable::pinned() {
+  MutexLock lock(&mu_);
+  return pinned_;
+}
+
+void InodeTable::WarnPinnedFull() {
+  const uint64_t now = MonotonicNs();
+  if (last_pin_warning_ns_ != 0 && now - last_pin_warning_ns_ < kWarningGapNs) {
+    return;
+  }
+  last_pin_warning_ns_ = now;
+  LogWarning(
+      "%zu nodes each hold a descriptor (the backing filesystem has no file "
+      "handles, or the daemon cannot open them): refusing new ones with "
+      "ENFILE until the kernel forgets some; the limit is half the daemon's "
+      "descriptor limit (RLIMIT_NOFILE, e.g. systemd's LimitNOFILE)",
+      pinned_);
 }
 
 void InodeTable::Acquire(NodeId node) {

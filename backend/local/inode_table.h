@@ -11,6 +11,19 @@
 // descriptor limit, and a file removed in the backing directory is freed
 // (a handle does not keep it) while the kernel still knows its node.
 //
+// Pinned nodes are bounded (max_pinned, by default half the daemon's
+// descriptor limit): past it, a lookup that would pin another descriptor
+// is refused with ENFILE, and a warning names the limit, so that the
+// descriptors that opens, usrbio and the daemon itself need are never all
+// taken by the namespace (before, every later open, and even mkdir, failed
+// with EMFILE for every user). Nodes are not dropped and reopened instead
+// (an LRU of descriptors): without a handle, the only way back to an inode
+// whose descriptor was closed is a path, and a path may name another file
+// by then (a rename in the backing directory), which for a daemon serving
+// many users would hand one user's node another's file. libfuse's
+// passthrough_hp and virtiofsd (--inode-file-handles=never) pin a
+// descriptor per node the same way, bounded only by RLIMIT_NOFILE.
+//
 // A handle carries the inode's generation, so it never reaches a newer file
 // that reuses the inode number. Two names of one inode (hard links) map to
 // one LocalInode, found by (st_dev, st_ino) and confirmed by the handle;
@@ -142,8 +155,10 @@ class InodeTable {
   // Takes ownership of root_fd (an O_PATH descriptor of the backing root).
   // With kHandles, probes once whether handles of the root's filesystem
   // can be opened again; if not, every node is pinned.
+  // `max_pinned`: the most nodes that may pin a descriptor at once (0:
+  // half of RLIMIT_NOFILE's soft limit when the table is made).
   InodeTable(int root_fd, const struct stat& root_stat,
-             Reach reach = Reach::kHandles);
+             Reach reach = Reach::kHandles, size_t max_pinned = 0);
   ~InodeTable();
   InodeTable(const InodeTable&) = delete;
   InodeTable& operator=(const InodeTable&) = delete;
@@ -163,7 +178,10 @@ class InodeTable {
 
   // Adds one lookup for the inode that `fd` (O_PATH, ownership passed) and
   // `st` describe: an existing LocalInode or a new one. `fd` is closed unless
-  // the new node pins it.
+  // the new node pins it. Returns kNoNode, having closed `fd`, when a new
+  // node would pin a descriptor past max_pinned: the caller fails with
+  // -ENFILE.
+  static constexpr NodeId kNoNode = 0;
   NodeId Insert(int fd, const struct stat& st);
   // Takes `count` lookups away; deletes the inode at zero.
   void Forget(NodeId node, uint64_t count);
@@ -184,6 +202,9 @@ class InodeTable {
   void KeepUnlinked(int fd);
 
   size_t size();
+  // Nodes that pin a descriptor now (the root not counted), and the bound.
+  size_t pinned();
+  size_t max_pinned() const { return max_pinned_; }
 
  private:
   using Key = std::pair<dev_t, ino_t>;
@@ -192,6 +213,8 @@ class InodeTable {
   // A descriptor on the mount `mount_id` for open_by_handle_at; `fd` (an
   // inode on that mount) is duplicated for it the first time. -1: none.
   int MountFd(int mount_id, int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs, at most every 10 s, that max_pinned refused a node.
+  void WarnPinnedFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   fgds::Mutex mu_;
   absl::flat_hash_map<Key, LocalInode*> inodes_ ABSL_GUARDED_BY(mu_);
@@ -200,6 +223,9 @@ class InodeTable {
   absl::flat_hash_map<int, int> mount_fds_ ABSL_GUARDED_BY(mu_);
   LocalInode root_;
   bool uses_handles_ = false;
+  const size_t max_pinned_;
+  size_t pinned_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t last_pin_warning_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Whether `node` can be a LocalInode's id: the root or an id from

@@ -3,9 +3,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -189,6 +191,64 @@ TEST_P(InodeTableFilesTest, ClosingTheLastFileOfANamedInodeDropsItsDescriptor) {
   close(file);
   EXPECT_EQ(OpenFdCount(), before);
   table_->Forget(node, 1);
+}
+
+// Without file handles each node pins a descriptor: past the bound, a new
+// node is refused (its descriptor closed, nothing kept), while nodes
+// already known still gain lookups, and a forgotten node makes room.
+TEST(InodeTablePinnedTest, NodesPinningADescriptorAreBounded) {
+  std::string dir = ::testing::TempDir() + "fgds-inode-bound-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  int root = OpenPath(dir.c_str());
+  ASSERT_GE(root, 0);
+  {
+    InodeTable table(root, StatFd(root), InodeTable::Reach::kPinned,
+                     /*max_pinned=*/3);
+    EXPECT_EQ(table.max_pinned(), 3u);
+    auto insert = [&](const std::string& name) {
+      const std::string path = dir + "/" + name;
+      int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+      close(fd);
+      int path_fd = OpenPath(path.c_str());
+      EXPECT_GE(path_fd, 0);
+      NodeId node = table.Insert(path_fd, StatFd(path_fd));
+      // Refused: the descriptor was closed, not kept.
+      if (node == InodeTable::kNoNode) {
+        EXPECT_EQ(fcntl(path_fd, F_GETFD), -1);
+      }
+      return node;
+    };
+    NodeId a = insert("a");
+    NodeId b = insert("b");
+    NodeId c = insert("c");
+    ASSERT_NE(a, InodeTable::kNoNode);
+    ASSERT_NE(b, InodeTable::kNoNode);
+    ASSERT_NE(c, InodeTable::kNoNode);
+    EXPECT_EQ(table.pinned(), 3u);
+    const int before = OpenFdCount();
+    EXPECT_EQ(insert("d"), InodeTable::kNoNode);
+    EXPECT_EQ(OpenFdCount(), before);
+    EXPECT_EQ(table.size(), 3u);
+    // A known node is no new pin.
+    EXPECT_EQ(insert("a"), a);
+    table.Forget(a, 2);
+    EXPECT_EQ(table.pinned(), 2u);
+    NodeId d = insert("d");
+    EXPECT_NE(d, InodeTable::kNoNode);
+    for (NodeId n : {b, c, d}) table.Forget(n, 1);
+    EXPECT_EQ(table.pinned(), 0u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// The default bound is half the descriptor limit.
+TEST(InodeTablePinnedTest, TheDefaultBoundIsHalfTheDescriptorLimit) {
+  rlimit limit;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
+  int root = OpenPath("/");
+  InodeTable table(root, StatFd(root), InodeTable::Reach::kPinned);
+  EXPECT_EQ(table.max_pinned(),
+            std::max<size_t>(static_cast<size_t>(limit.rlim_cur / 2), 16));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reach, InodeTableFilesTest,

@@ -145,6 +145,13 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
     return -err;
   }
   entry->node = inodes_.Insert(path_fd, entry->attr);
+  if (entry->node == InodeTable::kNoNode) {
+    // Refused by the bound on pinned nodes (inode_table.h), path_fd
+    // closed: undone as any failed create.
+    if (created) unlinkat(dir.get(), name, 0);
+    close(fd);
+    return -ENFILE;
+  }
   LocalInode& inode = inodes_.Get(entry->node);
   RememberCacheState(inode, fd);
   *out = new File(fd, inode, entry->node, false, twin,

@@ -58,6 +58,9 @@ int LocalBackend::LookupEntry(int dir_fd, const char* name, Entry* out) {
     return -err;
   }
   out->node = inodes_.Insert(fd, out->attr);
+  // Too many nodes pin a descriptor (inode_table.h): the namespace must not
+  // take every descriptor the daemon has.
+  if (out->node == InodeTable::kNoNode) return -ENFILE;
   return 0;
 }
 
