@@ -498,6 +498,69 @@ TEST_F(UsrbioLimitsTest, RegisteredFilesOfOneUserStopAtHisLimit) {
   EXPECT_TRUE(DaemonAlive());
 }
 
+// The daemon-wide cap on registered files (--daemon-files), with two real
+// users: bob takes his share (his per-user limit), alice the rest, and her
+// next registration is refused with EAGAIN naming the daemon's cap, not her
+// own limit; she still reads through the mount, and once bob's sessions end
+// the files he held are hers to register.
+TEST_F(UsrbioLimitsTest, AllUsersFilesStopAtTheDaemonsFileCap) {
+  constexpr int64_t kUserFiles = 40;
+  constexpr int64_t kDaemonFiles = 60;
+  ASSERT_NO_FATAL_FAILURE(
+      Mount({"--user-files", std::to_string(kUserFiles), "--daemon-files",
+             std::to_string(kDaemonFiles)}));
+  const std::string mnt = mnt_;
+  auto registers = [mnt] { return RegisterUntilRefused(mnt, 15, 1000); };
+  Held bob(bob_, registers);
+  ASSERT_TRUE(bob.got());
+  EXPECT_EQ(bob.outcome().result, -EDQUOT) << bob.outcome().describe;
+  EXPECT_EQ(bob.outcome().limit, FGDS_LIMIT_USER_FILES);
+  EXPECT_EQ(bob.outcome().count, kUserFiles);
+  {
+    Held alice(alice_, registers);
+    ASSERT_TRUE(alice.got());
+    EXPECT_EQ(alice.outcome().result, -EAGAIN) << alice.outcome().describe;
+    EXPECT_EQ(alice.outcome().limit, FGDS_LIMIT_DAEMON_FILES);
+    EXPECT_EQ(alice.outcome().count, kDaemonFiles - kUserFiles);
+    EXPECT_NE(std::string(alice.outcome().describe).find("--daemon-files"),
+              std::string::npos)
+        << alice.outcome().describe;
+    alice.Release();
+  }
+  // A plain read through the mount still works at the cap.
+  {
+    Held alice(alice_, [mnt] {
+      Outcome o;
+      int fd = open((mnt + "/shared").c_str(), O_RDONLY | O_CLOEXEC);
+      std::vector<char> buf(kFileSize);
+      if (fd < 0 || read(fd, buf.data(), buf.size()) != kFileSize) {
+        o.result = -errno;
+      }
+      if (fd >= 0) close(fd);
+      return o;
+    });
+    ASSERT_TRUE(alice.got());
+    EXPECT_EQ(alice.outcome().result, 0);
+    alice.Release();
+  }
+  bob.Release();
+  // Bob's files come back as the daemon tears his sessions down: alice
+  // then reaches her own limit, not the daemon's.
+  Outcome again;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    Held alice(alice_, registers);
+    ASSERT_TRUE(alice.got());
+    again = alice.outcome();
+    if (again.count == kUserFiles) break;
+    alice.Release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(again.result, -EDQUOT) << again.describe;
+  EXPECT_EQ(again.limit, FGDS_LIMIT_USER_FILES);
+  EXPECT_EQ(again.count, kUserFiles);
+  EXPECT_TRUE(DaemonAlive());
+}
+
 // Without options the limit is sized from the daemon's descriptor limit
 // (a quarter of it for all users' files, an eighth of that per user), far
 // below what one user could hold before (65,536 per session, in as many
