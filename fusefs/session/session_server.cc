@@ -183,18 +183,24 @@ void SessionServer::ServeLoop() {
     }
     if (n == 0) continue;
     if (event.data.u64 == kStopKey) return;
-    try {
-      if (event.data.u64 == kListenKey) {
+    if (event.data.u64 == kListenKey) {
+      try {
         AcceptPending();
-        Rearm(listen_fd_, kListenKey);
-      } else {
-        ServeSession(reinterpret_cast<Connection*>(event.data.u64));
+      } catch (const std::bad_alloc&) {
+        // Whatever was being set up is dropped (a new session's socket is
+        // closed by ~Session, its slot given back); the daemon and the
+        // other sessions go on.
+        LogWarning("usrbio: out of memory accepting a session");
       }
-    } catch (const std::bad_alloc&) {
-      // Whatever was being set up is dropped (a new session's socket is
-      // closed by ~Session); the daemon and the other sessions go on.
-      LogWarning("usrbio: out of memory serving a session socket");
+      // Re-armed by the thread that took the event, and only by it: one
+      // accepting thread at a time.
       Rearm(listen_fd_, kListenKey);
+      continue;
+    }
+    try {
+      ServeSession(reinterpret_cast<Connection*>(event.data.u64));
+    } catch (const std::bad_alloc&) {
+      LogWarning("usrbio: out of memory serving a session socket");
     }
   }
 }
@@ -241,8 +247,10 @@ void SessionServer::RefuseForWantOfDescriptors() {
 void SessionServer::Accepted(int sock) {
   std::unique_ptr<Connection> connection;
   {
+    // Checked and taken in one step: however many threads accept, no more
+    // than max_sessions slots are ever held.
     fgds::MutexLock lock(&mu_);
-    if (sessions_.size() >= options_.max_sessions) {
+    if (slots_ >= options_.max_sessions) {
       // The peer is not known yet: one rate for all such refusals.
       uint64_t suppressed = 0;
       if (AdmitRefusalLine(options_.context.refusal_log, kAnyUser,
@@ -255,10 +263,18 @@ void SessionServer::Accepted(int sock) {
       Refuse(sock, EAGAIN);
       return;
     }
+    ++slots_;
   }
+  // This connection's slot, given back on every path that does not leave
+  // it in sessions_ (whose removal gives it back).
+  auto give_back_slot = [this] {
+    fgds::MutexLock lock(&mu_);
+    --slots_;
+  };
   try {
     connection = std::make_unique<Connection>(sock, options_.context);
   } catch (const std::bad_alloc&) {
+    give_back_slot();
     LogWarning("usrbio: out of memory, refusing a session");
     close(sock);  // no Session took it
     return;
@@ -267,6 +283,7 @@ void SessionServer::Accepted(int sock) {
     // Its user has no room (user_limits.h): answered and ended now, since
     // an idle client would never make its socket readable, and a refused
     // session holds no slot.
+    give_back_slot();
     connection->session.Run();
     return;
   }
@@ -274,8 +291,14 @@ void SessionServer::Accepted(int sock) {
     fgds::MutexLock lock(&mu_);
     Connection* key = connection.get();
     // In the table before it is watched: its first event may reach another
-    // thread at once.
-    sessions_[key] = std::move(connection);
+    // thread at once. (Inserting may throw bad_alloc: the slot is then
+    // given back below, before the exception leaves.)
+    try {
+      sessions_[key] = std::move(connection);
+    } catch (const std::bad_alloc&) {
+      --slots_;
+      throw;
+    }
     epoll_event ev = {};
     ev.events = EPOLLIN | EPOLLONESHOT;
     ev.data.u64 = reinterpret_cast<uint64_t>(key);
@@ -283,6 +306,7 @@ void SessionServer::Accepted(int sock) {
     LogWarning("usrbio: cannot watch a session socket: %s", strerror(errno));
     connection = std::move(sessions_[key]);
     sessions_.erase(key);
+    --slots_;
   }
   connection->session.End();
 }
@@ -306,6 +330,7 @@ void SessionServer::ServeSession(Connection* connection) {
   if (it != sessions_.end()) {
     ended = std::move(it->second);
     sessions_.erase(it);
+    --slots_;
   }
 }
 
@@ -328,6 +353,7 @@ void SessionServer::Stop() {
   {
     fgds::MutexLock lock(&mu_);
     sessions.swap(sessions_);
+    slots_ = 0;  // no thread accepts any more
   }
   for (auto& [key, connection] : sessions) {
     fgds::MutexLock turn(&connection->turn_mu);

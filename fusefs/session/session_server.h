@@ -110,6 +110,9 @@ class SessionServer {
   fgds::Mutex mu_;
   absl::flat_hash_map<Connection*, std::unique_ptr<Connection>> sessions_
       ABSL_GUARDED_BY(mu_);
+  // Session slots held: those in sessions_ and those being set up, taken
+  // in the same step as the max_sessions check (never above it).
+  size_t slots_ ABSL_GUARDED_BY(mu_) = 0;
   // Kept open to be closed when accept4 runs out of descriptors.
   int spare_fd_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t last_fd_warning_ns_ ABSL_GUARDED_BY(mu_) = 0;

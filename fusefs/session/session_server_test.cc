@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -197,6 +198,36 @@ TEST_F(SessionServerTest, BeyondTheSessionLimitAClientIsToldWhy) {
     return served;
   }));
   for (int sock : clients) close(sock);
+}
+
+// The daemon-wide cap is exact: however the connections race (many
+// clients at once, served by several session threads), no more than
+// max_sessions are ever served together, and every other one is refused.
+TEST_F(SessionServerTest, TheSessionCapIsExactUnderConcurrentConnects) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 20;  // 160 clients for 60 slots
+  std::atomic<int> served{0};
+  std::atomic<int> refused{0};
+  std::vector<std::vector<int>> socks(kThreads);
+  std::vector<std::thread> threads;
+  const sockaddr_un addr = Address();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int sock = NewSocket();
+        if (sock < 0 || !ConnectTo(sock, addr)) continue;
+        socks[t].push_back(sock);  // held open: its slot stays taken
+        (Hello(sock) ? served : refused).fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(served.load(), static_cast<int>(kMaxSessions));
+  EXPECT_EQ(refused.load(),
+            kThreads * kPerThread - static_cast<int>(kMaxSessions));
+  for (auto& list : socks) {
+    for (int sock : list) close(sock);
+  }
 }
 
 }  // namespace
