@@ -291,8 +291,8 @@ void SessionServer::Accepted(int sock) {
     fgds::MutexLock lock(&mu_);
     Connection* key = connection.get();
     // In the table before it is watched: its first event may reach another
-    // thread at once. (Inserting may throw bad_alloc: the slot is then
-    // given back below, before the exception leaves.)
+    // thread at once. (Inserting may throw bad_alloc: the slot is given
+    // back before the exception leaves.)
     try {
       sessions_[key] = std::move(connection);
     } catch (const std::bad_alloc&) {
