@@ -15,57 +15,10 @@
 
 #include "backend/remote/agent_client.h"
 #include "gtest/gtest.h"
+#include "tests/lib/agent_process.h"
 
 namespace fgds::remote {
 namespace {
-
-struct Agent {
-  pid_t pid = -1;
-  int out = -1;  // the agent's stdout and stderr
-};
-
-Agent StartAgent(const std::vector<std::string>& args) {
-  int pipefd[2];
-  EXPECT_EQ(pipe2(pipefd, O_CLOEXEC), 0);
-  Agent a;
-  a.pid = fork();
-  if (a.pid == 0) {
-    dup2(pipefd[1], 1);
-    dup2(pipefd[1], 2);
-    std::vector<char*> argv = {const_cast<char*>(FGDS_BINARY),
-                               const_cast<char*>("agent")};
-    for (const std::string& s : args)
-      argv.push_back(const_cast<char*>(s.c_str()));
-    argv.push_back(nullptr);
-    execv(FGDS_BINARY, argv.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  a.out = pipefd[0];
-  return a;
-}
-
-// Reads the agent's output up to the first newline (or its exit).
-std::string ReadLine(int fd) {
-  std::string line;
-  char c;
-  while (read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
-  return line;
-}
-
-std::string ReadAll(int fd) {
-  std::string all;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) all.append(buf, n);
-  return all;
-}
-
-int Wait(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 class AgentCliTest : public ::testing::Test {
  protected:
@@ -85,19 +38,15 @@ class AgentCliTest : public ::testing::Test {
 
 TEST_F(AgentCliTest, ServesADirectoryUntilSigterm) {
   std::ofstream(data_ + "/weights.bin") << "0123456789abcdef";
-  Agent agent =
-      StartAgent({"--listen", "127.0.0.1:0", "--data", data_, "--key", key_});
-  const std::string line = ReadLine(agent.out);
-  const std::string marker = " on ";
-  ASSERT_NE(line.find("fgds agent: serving directory " + data_),
-            std::string::npos)
-      << line;
-  const size_t at = line.find(marker);
-  ASSERT_NE(at, std::string::npos) << line;
-  std::string address = line.substr(at + marker.size());
-  address = address.substr(0, address.find(' '));
-  auto hp = ParseHostPort(address);
-  ASSERT_TRUE(hp.ok()) << line;
+  auto agent = testing::AgentProcess::Start(
+      {"--listen", "127.0.0.1:0", "--data", data_, "--key", key_});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_NE(
+      (*agent)->first_line().find("fgds agent: serving directory " + data_),
+      std::string::npos)
+      << (*agent)->first_line();
+  auto hp = ParseHostPort((*agent)->address());
+  ASSERT_TRUE(hp.ok()) << (*agent)->first_line();
 
   AgentClientOptions o;
   o.agent = *hp;
@@ -111,13 +60,11 @@ TEST_F(AgentCliTest, ServesADirectoryUntilSigterm) {
   EXPECT_EQ(std::string(buf, 12), "456789abcdef");
   ASSERT_EQ((*client)->Write("weights.bin", 0, "WXYZ", 4), 4);
 
-  kill(agent.pid, SIGTERM);
-  const std::string rest = ReadAll(agent.out);
-  EXPECT_EQ(Wait(agent.pid), 0) << rest;
+  std::string rest;
+  EXPECT_EQ((*agent)->Stop(&rest), 0) << rest;
   EXPECT_NE(rest.find("1 reads (12 bytes), 1 writes (4 bytes"),
             std::string::npos)
       << rest;
-  close(agent.out);
   std::ifstream in(data_ + "/weights.bin");
   std::string content((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(content, "WXYZ456789abcdef");
@@ -134,6 +81,11 @@ TEST_F(AgentCliTest, BadSetupsAreRefusedWithTheReason) {
   chmod(open_key.c_str(), 0644);
   const std::vector<Case> cases = {
       {{"--listen", "127.0.0.1:0", "--data", data_}, 2, "are required"},
+      {{"--listen", "127.0.0.1:0", "--key", key_}, 2, "serve one store"},
+      {{"--listen", "127.0.0.1:0", "--key", key_, "--data", data_,
+        "--ceph-conf", "/etc/ceph/ceph.conf"},
+       2,
+       "serve one store"},
       {{"--listen", "127.0.0.1", "--data", data_, "--key", key_}, 2, "no port"},
       {{"--listen", "127.0.0.1:0", "--data", data_, "--key", open_key},
        1,
@@ -150,10 +102,8 @@ TEST_F(AgentCliTest, BadSetupsAreRefusedWithTheReason) {
        "unknown option --bogus"},
   };
   for (const Case& c : cases) {
-    Agent agent = StartAgent(c.args);
-    const std::string out = ReadAll(agent.out);
-    close(agent.out);
-    EXPECT_EQ(Wait(agent.pid), c.status) << out;
+    std::string out;
+    EXPECT_EQ(testing::AgentProcess::RunToExit(c.args, &out), c.status) << out;
     EXPECT_NE(out.find(c.message), std::string::npos) << out;
   }
 }

@@ -11,15 +11,21 @@
 #include "backend/remote/agent/agent_server.h"
 #include "backend/remote/agent/agent_store.h"
 #include "backend/remote/agent_key.h"
+#if FGDS_HAVE_CEPH
+#include "backend/remote/agent/ceph_store.h"
+#endif
 
 namespace fgds::remote {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: fgds agent --listen HOST:PORT --data DIR --key FILE\n"
+    "usage: fgds agent --listen HOST:PORT --key FILE\n"
+    "                  (--data DIR | --ceph-conf CONF [--ceph-id NAME]\n"
+    "                   [--ceph-fs NAME] [--ceph-root PATH])\n"
     "                  [--transport tcp] [--max-connections N]\n"
-    "  Serves reads and writes of files under DIR to fgds daemons that\n"
-    "  prove the cluster key in FILE (at least 32 bytes, mode 600).\n"
+    "  Serves reads and writes of files under DIR (or of a CephFS subtree)\n"
+    "  to fgds daemons that prove the cluster key in FILE (at least 32\n"
+    "  bytes, mode 600).\n"
     "  Port 0 picks a free port; the address is printed once listening.\n";
 
 int Usage(const char* problem) {
@@ -31,6 +37,7 @@ int Usage(const char* problem) {
 
 int AgentMain(int argc, char** argv) {
   std::string listen, data, key_file, transport = "tcp";
+  std::string ceph_conf, ceph_id, ceph_fs, ceph_root = "/";
   uint32_t max_connections = 64;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -60,15 +67,23 @@ int AgentMain(int argc, char** argv) {
           max_connections == 0 || max_connections > 65536) {
         return Usage("--max-connections: a number from 1 to 65536");
       }
-    } else if (arg == "--ceph-conf" || arg == "--ceph-fs") {
-      return Usage(
-          "a CephFS store is not built yet; serve a directory with --data");
+    } else if (arg == "--ceph-conf") {
+      if (!value(&ceph_conf)) return Usage("--ceph-conf needs a file");
+    } else if (arg == "--ceph-id") {
+      if (!value(&ceph_id)) return Usage("--ceph-id needs a name");
+    } else if (arg == "--ceph-fs") {
+      if (!value(&ceph_fs)) return Usage("--ceph-fs needs a name");
+    } else if (arg == "--ceph-root") {
+      if (!value(&ceph_root)) return Usage("--ceph-root needs a path");
     } else {
       return Usage(("unknown option " + std::string(arg)).c_str());
     }
   }
-  if (listen.empty() || data.empty() || key_file.empty()) {
-    return Usage("--listen, --data and --key are required");
+  if (listen.empty() || key_file.empty()) {
+    return Usage("--listen and --key are required");
+  }
+  if (data.empty() == ceph_conf.empty()) {
+    return Usage("serve one store: --data DIR or --ceph-conf CONF");
   }
   if (transport == "rdma") {
     return Usage("the rdma transport is not built yet; use --transport tcp");
@@ -88,7 +103,23 @@ int AgentMain(int argc, char** argv) {
     return 1;
   }
   options.key = std::move(*key);
-  auto store = DirStore::Open(data);
+  absl::StatusOr<std::unique_ptr<AgentStore>> store;
+  if (!data.empty()) {
+    store = DirStore::Open(data);
+  } else {
+#if FGDS_HAVE_CEPH
+    backend::CephOptions ceph;
+    ceph.conf = ceph_conf;
+    ceph.id = ceph_id;
+    ceph.fs = ceph_fs;
+    ceph.root = ceph_root;
+    store = CephStore::Open(ceph);
+#else
+    store = absl::UnimplementedError(
+        "this fgds was built without libcephfs (install libcephfs-dev and "
+        "rebuild)");
+#endif
+  }
   if (!store.ok()) {
     std::fprintf(stderr, "fgds agent: %s\n",
                  std::string(store.status().message()).c_str());

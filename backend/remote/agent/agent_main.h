@@ -1,14 +1,15 @@
 // File: backend/remote/agent/agent_main.h
 //
-// `fgds agent`: serves file extents of a local directory to authenticated
-// daemons over TCP until SIGINT or SIGTERM.
+// `fgds agent`: serves file extents of a local directory or a CephFS
+// subtree to authenticated daemons over TCP until SIGINT or SIGTERM.
 //
-//   fgds agent --listen HOST:PORT --data DIR --key FILE
-//              [--transport tcp] [--max-connections N] [--checked-only]
+//   fgds agent --listen HOST:PORT --key FILE
+//              (--data DIR | --ceph-conf CONF [--ceph-id NAME]
+//               [--ceph-fs NAME] [--ceph-root PATH])
+//              [--transport tcp] [--max-connections N]
 //
-// The CephFS store (--ceph-conf) and the RDMA transport are the next steps
-// of the RDMA-edge issue; until then the agent says so and exits rather
-// than accepting the flags.
+// The RDMA transport is the next step of the RDMA-edge issue; until then
+// `--transport rdma` is refused with a message rather than ignored.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_AGENT_MAIN_H_
 #define FGDS_BACKEND_REMOTE_AGENT_AGENT_MAIN_H_
 
