@@ -15,6 +15,8 @@ packages=(
   # The CephFS backend (libcephfs) and the one-node test cluster
   # (tests/ceph/start-cluster.sh: mon, OSD, MDS, the ceph CLI; uuidgen).
   libcephfs-dev ceph-mon ceph-osd ceph-mds ceph-common uuid-runtime
+  # The agent protocol's key proofs (HMAC-SHA256, backend/remote/).
+  libssl-dev
 )
 
 missing=()

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "backend/remote/agent/agent_main.h"
 #include "common/log.h"
 #include "fusefs/daemon.h"
 #include "fusefs/options.h"
@@ -30,6 +31,8 @@ constexpr char kUsage[] =
     "  bench --mount MNT --backing DIR [options]       throughput vs native\n"
     "  probe [--json] [--sysfs-root DIR]               can the GPU direct "
     "path work here?\n"
+    "  agent --listen HOST:PORT --data DIR --key FILE  serve file extents to "
+    "daemons\n"
     "Run `fgds mount --help` or `fgds bench --help` for their options.\n";
 
 int Fail(std::string_view command, const absl::Status& status) {
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
                                    argc - 1, argv + 1);
   }
   if (command == "probe") return fgds::probe::ProbeMain(argc - 1, argv + 1);
+  if (command == "agent") return fgds::remote::AgentMain(argc - 1, argv + 1);
   if (command == "help" || command == "--help" || command == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -21,6 +21,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "backend/ceph/ceph_connect.h"
 #include "backend/ceph/io_pool.h"
 #include "backend/ceph/node_ids.h"
 
@@ -556,11 +557,6 @@ class CephBackend : public Backend {
   std::unique_ptr<IoPool> pool_;  // reset (drained) before the unmount
 };
 
-absl::Status CephError(const std::string& what, int res) {
-  return absl::UnavailableError(
-      absl::StrCat("ceph: ", what, ": ", std::strerror(-res)));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
@@ -568,44 +564,14 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if (options.conf.empty()) {
     return absl::InvalidArgumentError("--backend ceph needs --ceph-conf FILE");
   }
-  ceph_mount_info* cmount = nullptr;
-  int res =
-      ceph_create(&cmount, options.id.empty() ? nullptr : options.id.c_str());
-  if (res < 0) return CephError("create", res);
+  auto connected = ConnectCeph(options);
+  if (!connected.ok()) return connected.status();
+  ceph_mount_info* cmount = *connected;
+  int res;
   auto fail = [&](const std::string& what, int err) {
     ceph_release(cmount);
     return CephError(what, err);
   };
-  if ((res = ceph_conf_read_file(cmount, options.conf.c_str())) < 0) {
-    return fail("read " + options.conf, res);
-  }
-  // libcephfs waits 300 s by default for an unreachable cluster; a
-  // client_mount_timeout the conf sets (other than that default) wins.
-  char conf_timeout[32] = {};
-  unsigned timeout_s = options.mount_timeout_s;
-  if (ceph_conf_get(cmount, "client_mount_timeout", conf_timeout,
-                    sizeof(conf_timeout)) == 0) {
-    double seconds = std::atof(conf_timeout);
-    if (seconds > 0 && seconds != 300) {
-      timeout_s = static_cast<unsigned>(std::ceil(seconds));
-    }
-  }
-  const std::string timeout = std::to_string(timeout_s);
-  if ((res = ceph_conf_set(cmount, "client_mount_timeout", timeout.c_str())) <
-      0) {
-    return fail("set client_mount_timeout", res);
-  }
-  // Both wait for the monitors at most timeout_s.
-  const std::string within = absl::StrCat(" (cluster of ", options.conf,
-                                          ", within ", timeout_s, " s)");
-  if ((res = ceph_init(cmount)) < 0) return fail("connect" + within, res);
-  if (!options.fs.empty() &&
-      (res = ceph_select_filesystem(cmount, options.fs.c_str())) < 0) {
-    return fail("select file system " + options.fs, res);
-  }
-  if ((res = ceph_mount(cmount, options.root.c_str())) < 0) {
-    return fail(absl::StrCat("mount ", options.root, within), res);
-  }
   Inode* root = nullptr;
   struct ceph_statx stx = {};
   if ((res = ceph_ll_lookup_root(cmount, &root)) < 0 ||

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend/remote/agent_client.h"
 #include "gtest/gtest.h"
+#include "tests/lib/agent_process.h"
 #include "tests/lib/mounted_fs.h"
 
 namespace fgds::testing {
@@ -399,6 +401,80 @@ TEST(CephUnreachableTest, MountFailsWithinTheTimeout) {
   EXPECT_NE(out.find("within 3 s"), std::string::npos) << out;
   EXPECT_NE(out.find("timed out"), std::string::npos) << out;
   EXPECT_LT(secs, 20) << out;
+}
+
+// `fgds agent --ceph-conf` serves the files a ceph mount wrote, and what it
+// writes is what the mount reads next (the agent writes through, and the
+// mount drops its cached pages at each open).
+TEST_F(CephMountTest, AnAgentServesTheCephFilesTheMountWrote) {
+  const std::string key = dir_ + ".key";
+  ASSERT_TRUE(WriteAll(key, std::string(44, 'c')));
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  // 9 MiB + 5: three 4 MiB objects and two agent requests (8 MiB each).
+  std::string data((9 << 20) + 5, '\0');
+  std::mt19937 rng(7);
+  for (char& ch : data) ch = static_cast<char>(rng());
+  ASSERT_TRUE(WriteAll(dir_ + "/ckpt", data));
+
+  auto agent = AgentProcess::Start(
+      {"--listen", "127.0.0.1:0", "--ceph-conf", cluster->conf, "--key", key});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  EXPECT_NE((*agent)->first_line().find("CephFS"), std::string::npos)
+      << (*agent)->first_line();
+  remote::AgentClientOptions o;
+  auto address = remote::ParseHostPort((*agent)->address());
+  ASSERT_TRUE(address.ok());
+  o.agent = *address;
+  auto loaded = remote::LoadAgentKey(key);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  o.key = *loaded;
+  o.checked = true;
+  auto client = remote::AgentClient::Connect(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const std::string path = name_ + "/ckpt";
+  std::string back(data.size() + 100, '\0');
+  ASSERT_EQ((*client)->Read(path, 0, back.data(), back.size()),
+            static_cast<int64_t>(data.size()))
+      << (*client)->last_error();
+  back.resize(data.size());
+  EXPECT_TRUE(back == data) << "the agent read other bytes than were written";
+
+  const std::string patch(65536, 'P');
+  ASSERT_EQ((*client)->Write(path, 1 << 20, patch.data(), patch.size()),
+            static_cast<int64_t>(patch.size()))
+      << (*client)->last_error();
+  data.replace(1 << 20, patch.size(), patch);
+  EXPECT_TRUE(ReadAll(dir_ + "/ckpt") == data)
+      << "the mount did not see the agent's write";
+
+  char small[8];
+  EXPECT_EQ((*client)->Read(name_ + "/missing", 0, small, sizeof(small)),
+            -ENOENT);
+  EXPECT_EQ((*client)->Read(name_, 0, small, sizeof(small)), -EISDIR);
+  EXPECT_EQ((*client)->Read("../" + path, 0, small, sizeof(small)), -EINVAL);
+  std::string out;
+  EXPECT_EQ((*agent)->Stop(&out), 0) << out;
+  unlink(key.c_str());
+}
+
+TEST(CephAgentTest, AnAgentWithoutItsClusterSaysWhyWithinItsTimeout) {
+  if (cluster->conf.empty()) GTEST_SKIP() << cluster->skip_reason;
+  char tmpl[] = "/tmp/ceph_agent_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, conf = dir + "/ceph.conf", key = dir + "/key";
+  ASSERT_TRUE(WriteAll(conf,
+                       "[global]\nmon_host = v2:127.0.0.1:1\n"
+                       "ms_bind_msgr1 = false\nclient_mount_timeout = 3\n"));
+  ASSERT_TRUE(WriteAll(key, std::string(44, 'c')));
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  std::string out;
+  EXPECT_EQ(
+      AgentProcess::RunToExit(
+          {"--listen", "127.0.0.1:0", "--ceph-conf", conf, "--key", key}, &out),
+      1)
+      << out;
+  EXPECT_NE(out.find("within 3 s"), std::string::npos) << out;
+  RemoveTree(dir);
 }
 
 }  // namespace

@@ -1,0 +1,369 @@
+#include "backend/remote/agent/agent_server.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "backend/remote/agent_auth.h"
+#include "backend/remote/frame_stream.h"
+#include "common/errno_status.h"
+#include "common/log.h"
+
+namespace fgds::remote {
+namespace {
+
+// The largest handshake payloads: a Hello (48 bytes) and an Auth (32).
+constexpr uint32_t kMaxHandshakePayload = 64;
+// A kRead carries no data: its fixed part and the path.
+constexpr uint32_t kMaxReadRequestPayload = 64 + kMaxPathBytes;
+
+// Tells the peer why it is being disconnected (best effort: it may be
+// gone, or not reading).
+void SendError(FrameStream& stream, uint64_t request_id, int err,
+               const std::string& message) {
+  std::vector<uint8_t> payload;
+  EncodeError({err, message}, &payload);
+  struct iovec part = {payload.data(), payload.size()};
+  stream.Send(FrameType::kError, request_id, {&part, 1}, 1000);
+}
+
+int SendReply(FrameStream& stream, uint64_t request_id, int64_t result,
+              const void* data, size_t size, int timeout_ms) {
+  std::vector<uint8_t> head;
+  EncodeReply({result}, &head);
+  struct iovec parts[2] = {{head.data(), head.size()},
+                           {const_cast<void*>(data), size}};
+  return stream.Send(FrameType::kReply, request_id, {parts, size > 0 ? 2u : 1u},
+                     timeout_ms);
+}
+
+// Receives a whole small payload (the handshake, a read request).
+int ReceiveSmall(FrameStream& stream, const FrameHeader& header,
+                 std::vector<uint8_t>* out, int timeout_ms) {
+  out->resize(header.payload_len);
+  if (int rc = stream.ReceivePayload(out->data(), out->size(), timeout_ms);
+      rc != 0) {
+    return rc;
+  }
+  return stream.FinishPayload();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(
+    AgentServerOptions options, std::unique_ptr<AgentStore> store) {
+  if (options.max_connections == 0 || options.credits == 0 ||
+      options.max_io == 0 || options.max_io > kMaxIoBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent: max_connections and credits must be > 0 and max_io in 1..",
+        kMaxIoBytes));
+  }
+  auto listen_fd = ListenTcp(options.listen, 128);
+  if (!listen_fd.ok()) return listen_fd.status();
+  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) {
+    int err = errno;
+    close(*listen_fd);
+    return PosixError("agent: eventfd", err);
+  }
+  std::unique_ptr<AgentServer> server(
+      new AgentServer(std::move(options), std::move(store), *listen_fd, wake));
+  try {
+    server->accept_thread_ =
+        std::thread([s = server.get()] { s->AcceptLoop(); });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("agent: cannot start its accept thread: ", e.what()));
+  }
+  return server;
+}
+
+AgentServer::AgentServer(AgentServerOptions options,
+                         std::unique_ptr<AgentStore> store, int listen_fd,
+                         int wake_fd)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      listen_fd_(listen_fd),
+      wake_fd_(wake_fd),
+      address_(LocalAddressOf(listen_fd)) {}
+
+AgentServer::~AgentServer() {
+  Stop();
+  close(listen_fd_);
+  close(wake_fd_);
+}
+
+AgentCounters AgentServer::counters() const {
+  AgentCounters c;
+  c.connections = counters_.connections.load();
+  c.refused_connections = counters_.refused_connections.load();
+  c.auth_failures = counters_.auth_failures.load();
+  c.protocol_errors = counters_.protocol_errors.load();
+  c.reads = counters_.reads.load();
+  c.writes = counters_.writes.load();
+  c.writes_deduplicated = counters_.writes_deduplicated.load();
+  c.bytes_read = counters_.bytes_read.load();
+  c.bytes_written = counters_.bytes_written.load();
+  return c;
+}
+
+void AgentServer::Stop() {
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (Connection& c : connections_) {
+      if (c.stream != nullptr) c.stream->Shutdown();
+    }
+  }
+  uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  if (accept_thread_.joinable()) accept_thread_.join();
+  // No connection starts after stopping_ is set (Admit checks it), so the
+  // list only shrinks from here.
+  std::list<Connection> left;
+  {
+    MutexLock lock(&mu_);
+    left.splice(left.begin(), connections_);
+  }
+  for (Connection& c : left) {
+    if (c.thread.joinable()) c.thread.join();
+  }
+}
+
+void AgentServer::ReapFinished() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (it->finished) {
+      it->thread.join();  // it has returned from Serve: a short wait
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void AgentServer::AcceptLoop() {
+  for (;;) {
+    struct pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int n = poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (fds[1].revents != 0) return;
+    if (n < 0) return;
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        // Out of resources: wait instead of spinning on the pending
+        // connection; Stop still wakes us.
+        LogWarning("agent: accept: %s; retrying in 100 ms", strerror(errno));
+        struct pollfd w = {wake_fd_, POLLIN, 0};
+        if (poll(&w, 1, 100) > 0) return;
+      }
+      continue;
+    }
+    Admit(fd);
+  }
+}
+
+void AgentServer::Admit(int fd) {
+  MutexLock lock(&mu_);
+  ReapFinished();
+  if (stopping_) {
+    close(fd);
+    return;
+  }
+  if (connections_.size() >= options_.max_connections) {
+    counters_.refused_connections.fetch_add(1);
+    FrameStream refused(fd);
+    SendError(refused, 0, EAGAIN,
+              absl::StrCat("agent: connection limit (",
+                           options_.max_connections, ") reached"));
+    return;
+  }
+  connections_.emplace_back();
+  Connection* c = &connections_.back();
+  try {
+    c->thread = std::thread([this, c, fd] { Serve(c, fd); });
+  } catch (const std::system_error&) {
+    connections_.pop_back();
+    FrameStream refused(fd);
+    SendError(refused, 0, EAGAIN, "agent: cannot start a thread for you");
+  }
+}
+
+void AgentServer::Serve(Connection* connection, int fd) {
+  const std::string peer = PeerAddressOf(fd);
+  FrameStream stream(fd);
+  {
+    MutexLock lock(&mu_);
+    connection->stream = &stream;
+    if (stopping_) stream.Shutdown();
+  }
+  counters_.connections.fetch_add(1);
+  const uint64_t client_id = Handshake(stream, peer);
+  if (client_id != 0) {
+    std::vector<uint8_t> buffer;
+    while (ServeRequest(stream, client_id, buffer, peer)) {
+    }
+  }
+  MutexLock lock(&mu_);
+  connection->stream = nullptr;
+  connection->finished = true;
+}
+
+uint64_t AgentServer::Handshake(FrameStream& stream, const std::string& peer) {
+  const int timeout = options_.handshake_timeout_ms;
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  HelloBody hello;
+  int rc = stream.ReceiveHeader(&header, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kHello) rc = -EPROTO;
+  if (rc == 0) rc = ReceiveSmall(stream, header, &payload, timeout);
+  if (rc == 0) rc = DecodeHello(payload, &hello);
+  if (rc == 0 && hello.client_id == 0) rc = -EPROTO;
+  if (rc != 0) {
+    counters_.protocol_errors.fetch_add(1);
+    SendError(stream, 0, -rc, "agent: expected a hello");
+    return 0;
+  }
+  ChallengeBody challenge;
+  challenge.credits = options_.credits;
+  challenge.max_io = options_.max_io;
+  challenge.flags = hello.flags & kHelloWantChecked;
+  if (!MakeNonce(&challenge.agent_nonce).ok() ||
+      !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce,
+                    &challenge.agent_proof)
+           .ok()) {
+    SendError(stream, 0, ENOMEM, "agent: cannot make a challenge");
+    return 0;
+  }
+  payload.clear();
+  EncodeChallenge(challenge, &payload);
+  struct iovec part = {payload.data(), payload.size()};
+  if (stream.Send(FrameType::kChallenge, 0, {&part, 1}, timeout) != 0) return 0;
+
+  AuthBody auth;
+  rc = stream.ReceiveHeader(&header, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kAuth) rc = -EPROTO;
+  if (rc == 0) rc = ReceiveSmall(stream, header, &payload, timeout);
+  if (rc == 0) rc = DecodeAuth(payload, &auth);
+  if (rc != 0) {
+    counters_.protocol_errors.fetch_add(1);
+    SendError(stream, 0, -rc, "agent: expected the key's proof");
+    return 0;
+  }
+  Proof expected;
+  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce, &expected)
+           .ok() ||
+      !ProofMatches(expected, auth.client_proof)) {
+    counters_.auth_failures.fetch_add(1);
+    LogWarning("agent: %s did not prove the cluster key; disconnected",
+               peer.c_str());
+    SendError(stream, 0, EACCES, "agent: wrong cluster key");
+    return 0;
+  }
+  if (stream.Send(FrameType::kWelcome, 0, {}, timeout) != 0) return 0;
+  stream.set_checked(challenge.flags & kHelloWantChecked);
+  return hello.client_id;
+}
+
+bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
+                               std::vector<uint8_t>& buffer,
+                               const std::string& peer) {
+  const int timeout = options_.io_timeout_ms;
+  FrameHeader header;
+  // Between requests a daemon may stay idle for as long as it likes (its
+  // connection counts against max_connections); Stop wakes this.
+  int rc = stream.ReceiveHeader(&header, kMaxPayloadBytes, -1);
+  if (rc == -ECONNRESET) return false;  // the daemon closed, or Stop
+  auto protocol_error = [&](int err, const std::string& what) {
+    counters_.protocol_errors.fetch_add(1);
+    LogWarning("agent: %s: %s (%s); disconnected", peer.c_str(), what.c_str(),
+               strerror(err));
+    SendError(stream, header.request_id, err, absl::StrCat("agent: ", what));
+    return false;
+  };
+  if (rc != 0) return protocol_error(-rc, "bad frame header");
+  if (header.type == FrameType::kRead) {
+    if (header.payload_len > kMaxReadRequestPayload) {
+      return protocol_error(EMSGSIZE, "read request too long");
+    }
+    std::vector<uint8_t> request;
+    if (int r = ReceiveSmall(stream, header, &request, timeout); r != 0) {
+      return r == -EBADMSG ? protocol_error(EBADMSG, "request CRC mismatch")
+                           : false;
+    }
+    IoBody io;
+    size_t data_offset = 0;
+    if (int r =
+            DecodeIo(header.type, request, options_.max_io, &io, &data_offset);
+        r != 0) {
+      return protocol_error(-r, "malformed read request");
+    }
+    if (buffer.size() < io.length) buffer.resize(options_.max_io);
+    const int64_t result =
+        store_->Read(io.path, io.offset, buffer.data(), io.length);
+    counters_.reads.fetch_add(1);
+    if (result > 0)
+      counters_.bytes_read.fetch_add(static_cast<uint64_t>(result));
+    return SendReply(stream, header.request_id, result, buffer.data(),
+                     result > 0 ? static_cast<size_t>(result) : 0,
+                     timeout) == 0;
+  }
+  if (header.type == FrameType::kWrite) {
+    // The whole payload (fixed part, path, data) lands in the buffer; the
+    // data is written from there, so it is copied once.
+    if (header.payload_len > 64 + kMaxPathBytes + options_.max_io) {
+      return protocol_error(EMSGSIZE, "write request too long");
+    }
+    if (buffer.size() < header.payload_len) {
+      buffer.resize(64 + kMaxPathBytes + options_.max_io);
+    }
+    if (int r =
+            stream.ReceivePayload(buffer.data(), header.payload_len, timeout);
+        r != 0) {
+      return false;
+    }
+    if (stream.FinishPayload() != 0) {
+      return protocol_error(EBADMSG, "write data CRC mismatch");
+    }
+    IoBody io;
+    size_t data_offset = 0;
+    if (int r = DecodeIo(
+            header.type,
+            std::span<const uint8_t>(buffer.data(), header.payload_len),
+            options_.max_io, &io, &data_offset);
+        r != 0) {
+      return protocol_error(-r, "malformed write request");
+    }
+    bool repeated = false;
+    const int64_t result = write_log_.ApplyOnce(
+        client_id, io.seq,
+        [&] {
+          return store_->Write(io.path, io.offset, buffer.data() + data_offset,
+                               io.length);
+        },
+        &repeated);
+    if (repeated) {
+      counters_.writes_deduplicated.fetch_add(1);
+    } else {
+      counters_.writes.fetch_add(1);
+      if (result > 0) {
+        counters_.bytes_written.fetch_add(static_cast<uint64_t>(result));
+      }
+    }
+    return SendReply(stream, header.request_id, result, nullptr, 0, timeout) ==
+           0;
+  }
+  return protocol_error(EPROTO, "unexpected frame type");
+}
+
+}  // namespace fgds::remote

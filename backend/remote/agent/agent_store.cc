@@ -1,0 +1,107 @@
+#include "backend/remote/agent/agent_store.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "backend/remote/agent_wire.h"
+#include "common/errno_status.h"
+
+namespace fgds::remote {
+
+absl::StatusOr<std::unique_ptr<DirStore>> DirStore::Open(
+    const std::string& root) {
+  int fd = open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return PosixError(absl::StrCat("data directory ", root), errno);
+  return std::unique_ptr<DirStore>(new DirStore(root, fd));
+}
+
+DirStore::~DirStore() { close(root_fd_); }
+
+std::string DirStore::Describe() const {
+  return absl::StrCat("directory ", root_);
+}
+
+int DirStore::OpenFile(const std::string& path, int access) {
+  if (int rc = CheckRelativePath(path); rc != 0) return rc;
+  // First an O_PATH descriptor, resolved strictly beneath the root (".."
+  // and symlinks may not leave it, /proc magic links are refused), so that
+  // the type is known before anything is opened for real: opening a FIFO
+  // would block this thread and a device could act on open.
+  struct open_how how = {};
+  how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  int pfd = static_cast<int>(
+      syscall(SYS_openat2, root_fd_, path.c_str(), &how, sizeof(how)));
+  if (pfd < 0) return -errno;
+  struct stat st;
+  if (fstat(pfd, &st) != 0) {
+    int err = errno;
+    close(pfd);
+    return -err;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(pfd);
+    return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+  }
+  // Reopen the very file the O_PATH descriptor names.
+  const std::string self = absl::StrCat("/proc/self/fd/", pfd);
+  int fd = open(self.c_str(), access | O_CLOEXEC);
+  int err = errno;
+  close(pfd);
+  return fd >= 0 ? fd : -err;
+}
+
+int64_t DirStore::Read(const std::string& path, uint64_t offset, void* out,
+                       size_t length) {
+  int fd = OpenFile(path, O_RDONLY);
+  if (fd < 0) return fd;
+  auto* p = static_cast<char*>(out);
+  size_t got = 0;
+  int64_t result = 0;
+  while (got < length) {
+    ssize_t n =
+        pread(fd, p + got, length - got, static_cast<off_t>(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result = -errno;
+      break;
+    }
+    if (n == 0) break;  // end of file
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  return result < 0 ? result : static_cast<int64_t>(got);
+}
+
+int64_t DirStore::Write(const std::string& path, uint64_t offset,
+                        const void* data, size_t length) {
+  int fd = OpenFile(path, O_WRONLY);
+  if (fd < 0) return fd;
+  const auto* p = static_cast<const char*>(data);
+  size_t put = 0;
+  int64_t result = 0;
+  while (put < length) {
+    ssize_t n =
+        pwrite(fd, p + put, length - put, static_cast<off_t>(offset + put));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result = -errno;
+      break;
+    }
+    put += static_cast<size_t>(n);
+  }
+  close(fd);
+  // A write that moved some bytes before failing reports them, as
+  // pwrite(2) does.
+  if (result < 0 && put == 0) return result;
+  return static_cast<int64_t>(put);
+}
+
+}  // namespace fgds::remote

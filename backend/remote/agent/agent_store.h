@@ -1,0 +1,64 @@
+// File: backend/remote/agent/agent_store.h
+//
+// AgentStore: where an agent reads and writes the file extents daemons ask
+// for. DirStore serves a local directory (single-host use and tests); the
+// CephFS store (libcephfs) is the next one.
+//
+// Paths are relative to the store's root and checked (CheckRelativePath);
+// a store never reaches outside its root, never creates files (the
+// namespace is the daemon's: it created the file through its backend),
+// and serves regular files only.
+//
+// Results: bytes moved (a read is short only at end of file), or -errno.
+// Thread safety: every method may be called concurrently.
+#ifndef FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
+#define FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace fgds::remote {
+
+class AgentStore {
+ public:
+  virtual ~AgentStore() = default;
+  // What `fgds agent` prints it serves, e.g. "directory /srv/data".
+  virtual std::string Describe() const = 0;
+  virtual int64_t Read(const std::string& path, uint64_t offset, void* out,
+                       size_t length) = 0;
+  virtual int64_t Write(const std::string& path, uint64_t offset,
+                        const void* data, size_t length) = 0;
+};
+
+class DirStore : public AgentStore {
+ public:
+  // Fails if `root` is not a directory the agent can open.
+  static absl::StatusOr<std::unique_ptr<DirStore>> Open(
+      const std::string& root);
+  ~DirStore() override;
+
+  std::string Describe() const override;
+  int64_t Read(const std::string& path, uint64_t offset, void* out,
+               size_t length) override;
+  int64_t Write(const std::string& path, uint64_t offset, const void* data,
+                size_t length) override;
+
+ private:
+  DirStore(std::string root, int root_fd)
+      : root_(std::move(root)), root_fd_(root_fd) {}
+  // Opens `path` beneath the root for `access` (O_RDONLY or O_WRONLY):
+  // a descriptor, or -errno (-EXDEV for a path that leaves the root,
+  // -EINVAL for anything but a regular file).
+  int OpenFile(const std::string& path, int access);
+
+  const std::string root_;
+  const int root_fd_;
+};
+
+}  // namespace fgds::remote
+
+#endif  // FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_

@@ -1,0 +1,105 @@
+#include "backend/remote/agent/ceph_store.h"
+
+#include <cephfs/libcephfs.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "backend/ceph/ceph_connect.h"
+#include "backend/remote/agent_wire.h"
+
+namespace fgds::remote {
+
+absl::StatusOr<std::unique_ptr<CephStore>> CephStore::Open(
+    const backend::CephOptions& options) {
+  auto cmount = backend::ConnectCeph(options);
+  if (!cmount.ok()) return cmount.status();
+  std::string description = absl::StrCat(
+      "CephFS ", options.fs.empty() ? std::string("(default)") : options.fs,
+      " subtree ", options.root, " of ", options.conf);
+  return std::unique_ptr<CephStore>(
+      new CephStore(*cmount, std::move(description)));
+}
+
+CephStore::~CephStore() {
+  ceph_unmount(cmount_);
+  ceph_release(cmount_);
+}
+
+int CephStore::OpenFile(const std::string& path, int access) {
+  if (int rc = CheckRelativePath(path); rc != 0) return rc;
+  // The type first, without following a final symlink: only regular files
+  // are served (as the directory store does).
+  struct ceph_statx stx = {};
+  int rc = ceph_statx(cmount_, path.c_str(), &stx, CEPH_STATX_MODE,
+                      AT_SYMLINK_NOFOLLOW);
+  if (rc < 0) return rc;
+  if (!S_ISREG(stx.stx_mode)) return S_ISDIR(stx.stx_mode) ? -EISDIR : -EINVAL;
+  int fd = ceph_open(cmount_, path.c_str(), access | O_NOFOLLOW, 0);
+  if (fd < 0) return fd;
+  // The file may have been replaced between the two calls: check again on
+  // what was opened.
+  if ((rc = ceph_fstatx(cmount_, fd, &stx, CEPH_STATX_MODE, 0)) < 0 ||
+      !S_ISREG(stx.stx_mode)) {
+    ceph_close(cmount_, fd);
+    return rc < 0 ? rc : -EINVAL;
+  }
+  return fd;
+}
+
+int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
+                        size_t length) {
+  int fd = OpenFile(path, O_RDONLY);
+  if (fd < 0) return fd;
+  auto* p = static_cast<char*>(out);
+  size_t got = 0;
+  int64_t result = 0;
+  while (got < length) {
+    int n = ceph_read(cmount_, fd, p + got, length - got,
+                      static_cast<int64_t>(offset + got));
+    if (n < 0) {
+      result = n;
+      break;
+    }
+    if (n == 0) break;  // end of file
+    got += static_cast<size_t>(n);
+  }
+  ceph_close(cmount_, fd);
+  return result < 0 && got == 0 ? result : static_cast<int64_t>(got);
+}
+
+int64_t CephStore::Write(const std::string& path, uint64_t offset,
+                         const void* data, size_t length) {
+  int fd = OpenFile(path, O_WRONLY);
+  if (fd < 0) return fd;
+  const auto* p = static_cast<const char*>(data);
+  size_t put = 0;
+  int64_t result = 0;
+  while (put < length) {
+    int n = ceph_write(cmount_, fd, p + put, length - put,
+                       static_cast<int64_t>(offset + put));
+    if (n < 0) {
+      result = n;
+      break;
+    }
+    if (n == 0) {
+      result = -EIO;
+      break;
+    }
+    put += static_cast<size_t>(n);
+  }
+  // Written through before the reply: the daemon's fsync goes to its own
+  // libcephfs client, which never saw these bytes, so data buffered here
+  // would be lost with the agent while the application believed it synced.
+  if (put > 0) {
+    int synced = ceph_fsync(cmount_, fd, /*syncdataonly=*/1);
+    if (synced < 0) result = synced;
+  }
+  ceph_close(cmount_, fd);
+  if (result < 0) return result;  // not durable: no byte counts as written
+  return static_cast<int64_t>(put);
+}
+
+}  // namespace fgds::remote

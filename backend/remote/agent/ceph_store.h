@@ -1,0 +1,53 @@
+// File: backend/remote/agent/ceph_store.h
+//
+// CephStore: an AgentStore over a CephFS file system (or a subtree), through
+// libcephfs: what `fgds agent --ceph-conf FILE` serves on a storage host.
+// Paths are resolved by libcephfs beneath the mounted subtree (its ".." at
+// the root stays at the root, and a symlink's absolute target is taken
+// within the mount), after CheckRelativePath refused ".." and absolute
+// paths outright. Only regular files are served; nothing is created.
+//
+// The agent acts with the credentials of its cephx client (root by
+// default): the daemon checked the user's permission when the file was
+// opened through its mount.
+//
+// Built only where libcephfs is installed (FGDS_HAVE_CEPH).
+#ifndef FGDS_BACKEND_REMOTE_AGENT_CEPH_STORE_H_
+#define FGDS_BACKEND_REMOTE_AGENT_CEPH_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "backend/ceph/ceph_backend.h"
+#include "backend/remote/agent/agent_store.h"
+
+struct ceph_mount_info;
+
+namespace fgds::remote {
+
+class CephStore : public AgentStore {
+ public:
+  static absl::StatusOr<std::unique_ptr<CephStore>> Open(
+      const backend::CephOptions& options);
+  ~CephStore() override;
+
+  std::string Describe() const override { return description_; }
+  int64_t Read(const std::string& path, uint64_t offset, void* out,
+               size_t length) override;
+  int64_t Write(const std::string& path, uint64_t offset, const void* data,
+                size_t length) override;
+
+ private:
+  CephStore(ceph_mount_info* cmount, std::string description)
+      : cmount_(cmount), description_(std::move(description)) {}
+  // A libcephfs descriptor of the regular file `path`, or -errno.
+  int OpenFile(const std::string& path, int access);
+
+  ceph_mount_info* const cmount_;
+  const std::string description_;
+};
+
+}  // namespace fgds::remote
+
+#endif  // FGDS_BACKEND_REMOTE_AGENT_CEPH_STORE_H_
