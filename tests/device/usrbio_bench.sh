@@ -20,7 +20,7 @@
 #   FGDS_BENCH_ENGINE=1        this build with --usrbio-inline-reads 0
 #                              --usrbio-ring-workers 8 --usrbio-max-batch
 #                              1024: the old hand-off path, with stage timers.
-# Knobs: FGDS_BENCH_THREADS (default "1 2 4 8 16"), FGDS_BENCH_SIZE_SMALL
+# Knobs: FGDS_BENCH_THREADS (default "1 16 8 2 4"), FGDS_BENCH_SIZE_SMALL
 # (512M, 1 to 2 threads), FGDS_BENCH_SIZE_LARGE (2G, 4 or more threads),
 # FGDS_SKIP_SEQ=1, FGDS_SKIP_COLD=1, FGDS_AFTER_ARGS (extra mount options).
 # Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
@@ -93,6 +93,17 @@ mount_side after "$AFTER_DIR/tools/fgds" ${FGDS_AFTER_ARGS:-}
 [ -n "${FGDS_BENCH_BEFORE_SRC:-}" ] && mount_side before "$BEFORE_DIR/tools/fgds"
 [ "${FGDS_BENCH_ENGINE:-0}" = 1 ] && mount_side engine "$AFTER_DIR/tools/fgds" \
   --usrbio-inline-reads 0 --usrbio-ring-workers 8 --usrbio-max-batch 1024
+# FGDS_BENCH_VARIANTS="name:options;name:options": more daemons of this
+# build (names in lower case letters and digits), for the 4 KiB random
+# cases only, e.g. "b8:--usrbio-max-batch 8;w8:--usrbio-ring-workers 8".
+RAND_ONLY=()
+IFS=';' read -r -a variants <<<"${FGDS_BENCH_VARIANTS:-}"
+for v in "${variants[@]}"; do
+  [ -n "$v" ] || continue
+  # shellcheck disable=SC2086
+  mount_side "${v%%:*}" "$AFTER_DIR/tools/fgds" ${v#*:}
+  RAND_ONLY+=("${v%%:*}")
+done
 
 bench() {  # bench SIDE CASE MODES ARGS...
   local side=$1 name=$2 modes=$3
@@ -110,11 +121,16 @@ run_case() {  # run_case NAME AFTER_MODES OTHER_MODES ARGS...
   bench after "$name" "$after_modes" "$@"
   for side in "${SIDES[@]}"; do
     [ "$side" = after ] && continue
+    case "$name" in
+      rand4k-*) ;;
+      *) [[ " ${RAND_ONLY[*]} " == *" $side "* ]] && continue ;;
+    esac
     bench "$side" "$name" "$other_modes" "$@"
   done
 }
 
-for t in ${FGDS_BENCH_THREADS:-1 2 4 8 16}; do
+# Most wanted first: a run cut short by its time limit keeps those.
+for t in ${FGDS_BENCH_THREADS:-1 16 8 2 4}; do
   size=${FGDS_BENCH_SIZE_SMALL:-512M}
   [ "$t" -ge 4 ] && size=${FGDS_BENCH_SIZE_LARGE:-2G}
   run_case "rand4k-t$t" posix,native,usrbio usrbio --size "$size" --bs 4K \
