@@ -20,7 +20,7 @@
 #   FGDS_BENCH_ENGINE=1        this build with --usrbio-inline-reads 0
 #                              --usrbio-ring-workers 8 --usrbio-max-batch
 #                              1024: the old hand-off path, with stage timers.
-# Knobs: FGDS_BENCH_THREADS (default "1 16 8 2 4"), FGDS_BENCH_SIZE_SMALL
+# Knobs: FGDS_BENCH_BUILD, FGDS_BENCH_THREADS (default "1 16 8 2 4"), FGDS_BENCH_SIZE_SMALL
 # (512M, 1 to 2 threads), FGDS_BENCH_SIZE_LARGE (2G, 4 or more threads),
 # FGDS_SKIP_SEQ=1, FGDS_SKIP_COLD=1, FGDS_AFTER_ARGS (extra mount options).
 # Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
@@ -50,8 +50,10 @@ build() {  # build SRC DIR: fgds and fgds-bench of SRC into DIR
   cmake --build "$dir" -j "$jobs" --target fgds fgds-bench >"$dir.build.log" 2>&1 ||
     { grep -E 'error' "$dir.build.log" | head -30; return 1; }
 }
-AFTER_DIR=/tmp/fgds-usrbio-after
-BEFORE_DIR=/tmp/fgds-usrbio-before
+# FGDS_BENCH_BUILD: where the builds go (a path kept between device calls
+# lets a second call reuse the before build).
+AFTER_DIR=${FGDS_BENCH_BUILD:-/tmp/fgds-usrbio}-after
+BEFORE_DIR=${FGDS_BENCH_BUILD:-/tmp/fgds-usrbio}-before
 step "build"
 if [ -n "${FGDS_BENCH_BEFORE_SRC:-}" ]; then
   half=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
@@ -59,6 +61,8 @@ if [ -n "${FGDS_BENCH_BEFORE_SRC:-}" ]; then
   before_pid=$!
   build "$ROOT" "$AFTER_DIR" "$half" || exit 1
   wait "$before_pid" || exit 1
+  step "built both"
+
 else
   build "$ROOT" "$AFTER_DIR" "$(nproc)" || exit 1
 fi
