@@ -22,7 +22,15 @@
 #                              1024: the old hand-off path, with stage timers.
 # Knobs: FGDS_BENCH_BUILD, FGDS_BENCH_THREADS (default "1 16 8 2 4"), FGDS_BENCH_SIZE_SMALL
 # (512M, 1 to 2 threads), FGDS_BENCH_SIZE_LARGE (2G, 4 or more threads),
-# FGDS_SKIP_SEQ=1, FGDS_SKIP_COLD=1, FGDS_AFTER_ARGS (extra mount options).
+# FGDS_BENCH_SIZE_SEQ (4G), FGDS_BENCH_SIZE_COLD (1G), FGDS_SKIP_SEQ=1,
+# FGDS_SKIP_COLD=1, FGDS_AFTER_ARGS (extra mount options),
+# FGDS_BENCH_RAND_MODES (posix,native,usrbio), FGDS_BENCH_TIMEOUT (seconds
+# per bench run, default 200; a run past it is killed).
+#
+# Known: `posix` rows can hang on main (a FUSE write never answered: seen
+# on the device, and on the development VM at write 117012 of 131072 with
+# every daemon thread idle); leave posix out of FGDS_BENCH_RAND_MODES to be
+# safe until that is fixed.
 # Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
 #
 # Usage (device tool): carry .deps (and the before tree), run
@@ -113,7 +121,7 @@ bench() {  # bench SIDE CASE MODES ARGS...
   local side=$1 name=$2 modes=$3
   shift 3
   step "$name $side: $modes $*"
-  timeout 200 "$BENCH" --mount "$DISK/$side/mnt" --backing "$DISK/$side/data" \
+  timeout -s KILL "${FGDS_BENCH_TIMEOUT:-200}" "$BENCH" --mount "$DISK/$side/mnt" --backing "$DISK/$side/data" \
     --json "$OUT/usrbio-$name-$side.json" --modes "$modes" "$@" 2>&1 |
     grep -E '^(mode|usrbio|posix|native)' | grep -E 'read|mode' | head -n 8
 }
@@ -137,15 +145,17 @@ run_case() {  # run_case NAME AFTER_MODES OTHER_MODES ARGS...
 for t in ${FGDS_BENCH_THREADS:-1 16 8 2 4}; do
   size=${FGDS_BENCH_SIZE_SMALL:-512M}
   [ "$t" -ge 4 ] && size=${FGDS_BENCH_SIZE_LARGE:-2G}
-  run_case "rand4k-t$t" posix,native,usrbio usrbio --size "$size" --bs 4K \
+  run_case "rand4k-t$t" "${FGDS_BENCH_RAND_MODES:-posix,native,usrbio}" usrbio \
+    --size "$size" --bs 4K \
     --pattern rand --cache warm --qd 32 --threads "$t"
 done
+[ "${FGDS_SKIP_SEQ:-0}" = 1 ] ||
+  run_case seq1m-t8 native,usrbio usrbio --size "${FGDS_BENCH_SIZE_SEQ:-4G}" \
+    --bs 1M --pattern seq --cache both --qd 8 --threads 8
 [ "${FGDS_SKIP_COLD:-0}" = 1 ] ||
   run_case cold4k-t4 native-direct,usrbio,usrbio-direct usrbio,usrbio-direct \
-    --size 1G --bs 4K --pattern rand --cache cold --qd 32 --threads 4
-[ "${FGDS_SKIP_SEQ:-0}" = 1 ] ||
-  run_case seq1m-t8 native,usrbio usrbio --size 4G --bs 1M --pattern seq \
-    --cache both --qd 8 --threads 8
+    --size "${FGDS_BENCH_SIZE_COLD:-1G}" --bs 4K --pattern rand --cache cold \
+    --qd 32 --threads 4
 
 step "table"
 python3 "$ROOT/tests/device/usrbio_bench_table.py" "$OUT" "${SIDES[@]}"
