@@ -1,7 +1,9 @@
 #!/bin/bash
 # tests/bench/usrbio_2threads.sh: the row CI shows for issue 17 on a small
 # machine: 4 KiB random page-cached reads, 2 client threads, qd 32 each,
-# usrbio against native pread and POSIX through the mount, in one run.
+# usrbio against native pread, in one run. (POSIX through the mount is
+# left out: its write phase can hang on main, a FUSE write never answered;
+# see tests/device/usrbio_bench.sh.)
 # Prints the table (tests/device/usrbio_bench_table.py) with the ratio and
 # the target (usrbio >= 0.9x native at 2 threads). A report, not a timed
 # pass/fail check: shared CI machines are too noisy for that. Fails only
@@ -34,7 +36,10 @@ cleanup() {
 trap cleanup EXIT
 "$FGDS" mount --data "$DIR/data" "$DIR/mnt" || exit 1
 SIZE=${FGDS_BENCH_SIZE:-256M}
-"$BENCH" --mount "$DIR/mnt" --backing "$DIR/data" --json "$OUT/usrbio-rand4k-t2-after.json" \
-  --modes posix,native,usrbio --size "$SIZE" --bs 4K --pattern rand --cache warm \
-  --qd 32 --threads 2 >"$OUT/bench.log" 2>&1 || { cat "$OUT/bench.log"; exit 1; }
+# Killed rather than left hanging: ctest's own timeout would leave the
+# mount behind.
+timeout -s KILL 240 "$BENCH" --mount "$DIR/mnt" --backing "$DIR/data" \
+  --json "$OUT/usrbio-rand4k-t2-after.json" --modes native,usrbio --size "$SIZE" \
+  --bs 4K --pattern rand --cache warm --qd 32 --threads 2 >"$OUT/bench.log" 2>&1 ||
+  { cat "$OUT/bench.log"; exit 1; }
 python3 "$ROOT/tests/device/usrbio_bench_table.py" "$OUT" after
