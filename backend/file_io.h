@@ -88,7 +88,8 @@ inline constexpr uint32_t kIoKillPrivileges = 1u << 1;
 // nothing the kernel waits on depends on, and who would otherwise wake an
 // engine thread per batch: a usrbio ring worker (fusefs/session/ring.h),
 // where a hand-off and its wakeups cost more than a 4 KiB copy.
-// Ignored for writes, syncs, device memory and O_DIRECT.
+// Ignored for writes, syncs, device memory, O_DIRECT and large reads (the
+// local backend: over 64 KiB, which its engine copies on several threads).
 inline constexpr uint32_t kIoInlineIfCached = 1u << 2;
 
 // Receives a request's result: bytes moved (fewer than asked only at end of

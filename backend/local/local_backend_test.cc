@@ -344,6 +344,20 @@ TEST_F(LocalBackendTest, CachedReadsMayCompleteInsideSubmitIo) {
                      kIoInlineIfCached),
             0);
 
+  // Larger reads go to the engine, which copies them on several threads.
+  Aligned big(256 << 10);
+  Aligned big_got(256 << 10);
+  for (int i = 0; i < (256 << 10); ++i) big.data[i] = static_cast<char>(i);
+  ASSERT_EQ(
+      Transfer(*backend_, FileOp::kWrite, file, big.data, 256 << 10, 8192),
+      256 << 10);
+  IoPath path = IoPath::kNone;
+  EXPECT_EQ(Transfer(*backend_, FileOp::kRead, file, big_got.data, 256 << 10,
+                     8192, kIoInlineIfCached, &path),
+            256 << 10);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  EXPECT_EQ(memcmp(big_got.data, big.data, 256 << 10), 0);
+
   // Dropped from the page cache (where the file system lets it go): the
   // engine reads it from the disk.
   ASSERT_EQ(fsync(file->fd), 0);
