@@ -80,6 +80,17 @@ inline constexpr uint32_t kIoPreferDirect = 1u << 0;
 // (file_remove_privs). The backend writes with its own privilege, which
 // the kernel would let keep them. Ignored for reads and syncs.
 inline constexpr uint32_t kIoKillPrivileges = 1u << 1;
+// kIoInlineIfCached: the caller's thread may move a read's bytes itself,
+// inside SubmitIo, when they are in the page cache already (the local
+// backend: preadv2 with RWF_NOWAIT, which never waits for the disk; the
+// rest goes to the engine as before). Such a completion runs before
+// SubmitIo returns, on the caller's thread. For callers whose thread
+// nothing the kernel waits on depends on, and who would otherwise wake an
+// engine thread per batch: a usrbio ring worker (fusefs/session/ring.h),
+// where a hand-off and its wakeups cost more than a 4 KiB copy.
+// Ignored for writes, syncs, device memory, O_DIRECT and large reads (the
+// local backend: over 64 KiB, which its engine copies on several threads).
+inline constexpr uint32_t kIoInlineIfCached = 1u << 2;
 
 // Receives a request's result: bytes moved (fewer than asked only at end of
 // file for reads) or -errno. The backend sets path() before the request

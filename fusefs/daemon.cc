@@ -225,6 +225,9 @@ static void StartSessions(const DaemonOptions& options,
       static_cast<unsigned>(options.usrbio_ring_workers);
   session_options.rings.max_spin_us =
       static_cast<uint32_t>(options.usrbio_max_spin_us);
+  session_options.rings.max_batch =
+      static_cast<uint32_t>(options.usrbio_max_batch);
+  session_options.rings.inline_reads = options.usrbio_inline_reads;
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;

@@ -38,9 +38,14 @@ const char* MountUsage() {
          "0)\n"
          "  --threads N           most FUSE worker threads (default 16)\n"
          "  --usrbio-ring-workers N  threads serving every usrbio ring "
-         "(default: one per CPU, at most 8)\n"
+         "(default: one per CPU, at most 64)\n"
          "  --usrbio-max-spin-us N   most microseconds a ring worker polls "
          "a ring after serving it, whatever the client asks (default 50)\n"
+         "  --usrbio-max-batch N     most entries a ring worker takes from "
+         "one ring per turn (default 16)\n"
+         "  --usrbio-inline-reads 0|1  ring workers copy cached reads "
+         "themselves (default 1; 0: every entry goes to the io_uring "
+         "workers)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n"
          "usrbio limits (docs/limits.md); 0 or absent: sized from the "
          "machine; SIZE takes K, M, G, T:\n"
@@ -165,7 +170,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
                arg == "--io-workers" || arg == "--io-spin-us" ||
                arg == "--threads" || arg == "--usrbio-ring-workers" ||
-               arg == "--usrbio-max-spin-us") {
+               arg == "--usrbio-max-spin-us" || arg == "--usrbio-max-batch" ||
+               arg == "--usrbio-inline-reads") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -188,6 +194,12 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else if (arg == "--usrbio-max-spin-us") {
         if (n > 1000000) return BadValue(arg, v);
         options.usrbio_max_spin_us = n;
+      } else if (arg == "--usrbio-max-batch") {
+        if (n < 1 || n > 65536) return BadValue(arg, v);
+        options.usrbio_max_batch = n;
+      } else if (arg == "--usrbio-inline-reads") {
+        if (n > 1) return BadValue(arg, v);
+        options.usrbio_inline_reads = n == 1;
       } else {
         if (n < 1) return BadValue(arg, v);
         options.max_threads = n;

@@ -53,11 +53,16 @@ struct DaemonOptions {
   // Most threads serving FUSE requests.
   int max_threads = 16;
   // Threads serving every usrbio ring (ring_worker_pool.h); 0 = one per CPU
-  // the daemon may run on, at most 8. Rings never add threads.
+  // the daemon may run on, at most 64. Rings never add threads.
   int usrbio_ring_workers = 0;
   // Microseconds a ring worker polls a ring after serving its entries
   // before sleeping: the most a client's spin_us gets (0: never spin).
   int usrbio_max_spin_us = 50;
+  // Most entries a ring worker takes from one ring per turn.
+  int usrbio_max_batch = 16;
+  // Ring workers copy cached reads themselves (ring.h); false: every entry
+  // goes to the io_uring workers.
+  bool usrbio_inline_reads = true;
   // Extra -o options handed to libfuse (comma-separated, may repeat).
   std::vector<std::string> fuse_options;
   // usrbio limits (docs/limits.md; fusefs/usrbio_limits.h applies them).

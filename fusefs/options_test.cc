@@ -74,6 +74,10 @@ TEST(OptionsTest, AllFlags) {
                         "3",
                         "--usrbio-max-spin-us",
                         "0",
+                        "--usrbio-max-batch",
+                        "8",
+                        "--usrbio-inline-reads",
+                        "0",
                         "-o",
                         "debug",
                         "/m"});
@@ -92,6 +96,8 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->max_threads, 4);
   EXPECT_EQ(options->usrbio_ring_workers, 3);
   EXPECT_EQ(options->usrbio_max_spin_us, 0);
+  EXPECT_EQ(options->usrbio_max_batch, 8);
+  EXPECT_FALSE(options->usrbio_inline_reads);
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
 
@@ -151,6 +157,8 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--daemon-bytes", "99999999T", "/m"}, "--daemon-bytes"},
       {{"/m", "--user-rings"}, "--user-rings needs a value"},
       {{"--usrbio-max-spin-us", "1000001", "/m"}, "--usrbio-max-spin-us"},
+      {{"--usrbio-max-batch", "0", "/m"}, "--usrbio-max-batch"},
+      {{"--usrbio-inline-reads", "2", "/m"}, "--usrbio-inline-reads"},
   };
   for (const BadCase& c : kCases) {
     auto options = Parse(c.args);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/local/local_file.h"
 #include "gtest/gtest.h"
 
 namespace fgds::backend {
@@ -304,6 +305,68 @@ TEST_F(LocalBackendTest, SubmitIoCompletesEachRequestOnceWithItsPath) {
   EXPECT_EQ(done[3].Wait(), 0);
   EXPECT_EQ(done[3].path(), IoPath::kNone);
   for (auto& d : done) EXPECT_EQ(d.calls(), 1);
+  backend_->Release(file);
+}
+
+// kIoInlineIfCached (issue 17): a read of cached pages completes inside
+// SubmitIo, on the caller's thread; reads the page cache cannot serve
+// whole (end of file, pages not cached) still complete right, through the
+// engine; writes ignore the flag.
+TEST_F(LocalBackendTest, CachedReadsMayCompleteInsideSubmitIo) {
+  Caller root;
+  Entry e;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &e, &file), 0);
+  Aligned data(3 * 4096);
+  for (int i = 0; i < 8192; ++i) data.data[i] = static_cast<char>(i * 7);
+  ASSERT_EQ(Transfer(*backend_, FileOp::kWrite, file, data.data, 8192, 0,
+                     kIoInlineIfCached),
+            8192);
+  Aligned got(3 * 4096);
+  memset(got.data, 0, 3 * 4096);
+
+  // Just written, so cached: done before SubmitIo returns.
+  WaitingCompletion cached;
+  FileIoRequest request{FileOp::kRead, file, nullptr,           got.data,
+                        4096,          100,  kIoInlineIfCached, &cached};
+  backend_->SubmitIo({&request, 1});
+  EXPECT_EQ(cached.calls(), 1) << "not completed inline";
+  EXPECT_EQ(cached.Wait(), 4096);
+  EXPECT_EQ(cached.path(), IoPath::kPageCache);
+  EXPECT_EQ(memcmp(got.data, data.data + 100, 4096), 0);
+
+  // End of file: what pread says, whichever way it went.
+  EXPECT_EQ(Transfer(*backend_, FileOp::kRead, file, got.data, 8192, 4096,
+                     kIoInlineIfCached),
+            4096);
+  EXPECT_EQ(memcmp(got.data, data.data + 4096, 4096), 0);
+  EXPECT_EQ(Transfer(*backend_, FileOp::kRead, file, got.data, 4096, 8192,
+                     kIoInlineIfCached),
+            0);
+
+  // Larger reads go to the engine, which copies them on several threads.
+  Aligned big(256 << 10);
+  Aligned big_got(256 << 10);
+  for (int i = 0; i < (256 << 10); ++i) big.data[i] = static_cast<char>(i);
+  ASSERT_EQ(
+      Transfer(*backend_, FileOp::kWrite, file, big.data, 256 << 10, 8192),
+      256 << 10);
+  IoPath path = IoPath::kNone;
+  EXPECT_EQ(Transfer(*backend_, FileOp::kRead, file, big_got.data, 256 << 10,
+                     8192, kIoInlineIfCached, &path),
+            256 << 10);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  EXPECT_EQ(memcmp(big_got.data, big.data, 256 << 10), 0);
+
+  // Dropped from the page cache (where the file system lets it go): the
+  // engine reads it from the disk.
+  ASSERT_EQ(fsync(file->fd), 0);
+  posix_fadvise(file->fd, 0, 0, POSIX_FADV_DONTNEED);
+  memset(got.data, 0, 8192);
+  EXPECT_EQ(Transfer(*backend_, FileOp::kRead, file, got.data, 8192, 0,
+                     kIoInlineIfCached),
+            8192);
+  EXPECT_EQ(memcmp(got.data, data.data, 8192), 0);
   backend_->Release(file);
 }
 

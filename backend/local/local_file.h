@@ -12,6 +12,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+
 #include "backend/backend.h"
 #include "backend/local/inode_table.h"
 
@@ -39,6 +41,9 @@ class File {
   // The block device the data lives on (for device memory's route check);
   // 0 when unknown.
   const dev_t storage_device;
+  // The file system refused a read with RWF_NOWAIT (EOPNOTSUPP): cached
+  // reads go to the engine without asking again (local_io.cc).
+  std::atomic<bool> nowait_refused{false};
 };
 
 }  // namespace fgds::backend

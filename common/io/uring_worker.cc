@@ -1,6 +1,7 @@
 #include "common/io/uring_worker.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -316,6 +317,9 @@ void UringWorker::Reap() {
 }
 
 void UringWorker::Loop() {
+  // Named so that CPU use can be told apart per thread kind
+  // (/proc/<pid>/task/*/comm).
+  pthread_setname_np(pthread_self(), "fgds-io");
   while (TakeQueued()) {
     if (!wake_armed_) ArmWake();
     PrepBacklog();

@@ -41,6 +41,10 @@ int CheckClientEventfd(int fd);
 // returns the count read, or 0 when there was none.
 uint64_t ReadEventfdNoWait(int efd);
 
+// Whether a write of 1 to `efd` would block now: its counter is at the
+// maximum (/proc/self/fdinfo's eventfd-count), or the count cannot be read.
+bool EventfdWriteWouldBlock(int efd);
+
 // Adds 1 to our own eventfd (O_NONBLOCK, which nobody else can change).
 void SignalOwnEventfd(int efd);
 
@@ -54,8 +58,10 @@ class EventfdWriteWatch {
   // had to be rescued: the client filled its counter on purpose, and the
   // caller should not write that descriptor again.
   bool Signal(int efd);
-  // Rescues a write that has been blocked since before `now_ns - bound_ns`.
-  // The descriptor stays open meanwhile: the writer holds it in use.
+  // Rescues a write that has been blocked since before `now_ns - bound_ns`
+  // and still would block (EventfdWriteWouldBlock): a write that is only
+  // slow is left to finish. The descriptor stays open meanwhile: the
+  // writer holds it in use.
   void RescueIfStalled(uint64_t now_ns, uint64_t bound_ns);
 
  private:

@@ -98,6 +98,7 @@ std::string IoStats::Render() const {
   }
   row("fsync", "-", "-", Get({Op::kSync, Memory::kHost, FileSide::kPageCache}));
   row("rejected", "-", "-", {rejected(), 0, rejected()});
+  out += stages_.Render();
   return out;
 }
 

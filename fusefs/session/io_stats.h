@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <string>
 
+#include "fusefs/session/ring_stage_stats.h"
+
 namespace fgds::session {
 
 class IoStats {
@@ -55,8 +57,12 @@ class IoStats {
   Totals Get(Kind kind) const;
   uint64_t rejected() const;
 
+  // Where the ring path's time goes (ring_stage_stats.h).
+  RingStageStats& stages() { return stages_; }
+  const RingStageStats& stages() const { return stages_; }
+
   // A table, one line per possible kind in a fixed order (so that scripts
-  // can read it), then fsync and the rejected count.
+  // can read it), then fsync and the rejected count, then the stages.
   std::string Render() const;
 
  private:
@@ -78,6 +84,7 @@ class IoStats {
   Shard& Mine();
 
   std::array<Shard, kShards> shards_;
+  RingStageStats stages_;
 };
 
 }  // namespace fgds::session

@@ -57,7 +57,14 @@ TEST(IoStatsTest, RenderHasEveryRowInOrder) {
   std::istringstream text(stats.Render());
   std::vector<std::string> rows;
   std::string line;
+  std::vector<std::string> stage_names;
   while (std::getline(text, line)) {
+    if (line.rfind("ring.", 0) == 0) {  // the stage counters, after the table
+      stage_names.push_back(line.substr(0, line.find(' ')));
+      continue;
+    }
+    EXPECT_TRUE(stage_names.empty())
+        << "a table row after the stages: " << line;
     std::istringstream words(line);
     std::string op, memory, side, entries, bytes, errors;
     words >> op >> memory >> side >> entries >> bytes >> errors;
@@ -80,6 +87,11 @@ TEST(IoStatsTest, RenderHasEveryRowInOrder) {
       "rejected - - 1 0 1",
   };
   EXPECT_EQ(rows, want);
+  const std::vector<std::string> want_stages = {
+      "ring.entries",   "ring.batches",   "ring.inline",        "ring.notifies",
+      "ring.wakeups",   "ring.take_ns",   "ring.submit_ns",     "ring.post_ns",
+      "ring.notify_ns", "ring.engine_ns", "ring.engine_samples"};
+  EXPECT_EQ(stage_names, want_stages);
 }
 
 // Engine threads record at once (run under TSan in CI).

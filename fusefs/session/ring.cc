@@ -55,6 +55,16 @@ uint32_t RingPath(backend::IoPath path) {
   return FGDS_PATH_NONE;
 }
 
+// The ring whose batch this thread is handing to the backend: a completion
+// that runs under it was served inline (RingStageStats::kInline).
+thread_local const Ring* tl_dispatching = nullptr;
+
+// Whether this thread times this post (one in RingStageStats::kPostSample).
+bool SamplePost() {
+  thread_local uint32_t posts = 0;
+  return ++posts % RingStageStats::kPostSample == 0;
+}
+
 // The backend requests of one Dispatch, in one allocation: one reference to
 // the ring and to each iov and file the entries use (not one per entry),
 // deleted by the last completion.
@@ -76,13 +86,31 @@ class RingBatch {
       Finish(result);
     }
     void Finish(int64_t result) {
+      Ring* ring = batch->ring_.get();
+      IoStats* stats = ring->stats();
       // Counted before the completion is visible: whoever sees it then
       // sees it counted too.
-      if (IoStats* stats = batch->ring_->stats()) {
+      if (stats != nullptr) {
         kind.file_side = FileSideOf(path());
         stats->Record(kind, result);
       }
-      batch->ring_->Post(userdata, tag, result, RingPath(path()));
+      if (stats != nullptr && SamplePost()) {
+        RingStageStats& stages = stats->stages();
+        const uint64_t start = StageNowNs();
+        ring->Post(userdata, tag, result, RingPath(path()));
+        const uint64_t end = StageNowNs();
+        stages.Add(RingStageStats::kPostNs,
+                   (end - start) * RingStageStats::kPostSample);
+        if (tl_dispatching != ring) {
+          stages.Add(RingStageStats::kEngineNs,
+                     (end - batch->submit_ns_) * RingStageStats::kPostSample);
+          stages.Add(RingStageStats::kEngineSamples,
+                     RingStageStats::kPostSample);
+        }
+      } else {
+        ring->Post(userdata, tag, result, RingPath(path()));
+      }
+      if (tl_dispatching == ring) ++batch->inline_;
       batch->OpDone();
     }
     RingBatch* batch = nullptr;
@@ -126,6 +154,11 @@ class RingBatch {
   }
   // Called once all Adds are done, before the backend sees any request.
   void Arm() { remaining_.store(used_, std::memory_order_relaxed); }
+  // When the batch went to the backend (engine latency samples).
+  uint64_t submit_ns_ = 0;
+  // Requests completed inline, on the dispatching thread (which alone
+  // counts them, while it holds a reference: see Ring::Dispatch).
+  uint32_t inline_ = 0;
 
   // Step 1 of cache_invalidator.h, on the ring's own thread: the mount's
   // dirty pages of this batch's write ranges are written back and dropped
@@ -139,8 +172,14 @@ class RingBatch {
     ring_->invalidator()->InvalidateNow(write_ranges_);
   }
 
+  // Hold/Release: the dispatching thread's own reference while it reads
+  // inline_ after SubmitIo (the last completion would delete the batch).
+  void Hold() { remaining_.fetch_add(1, std::memory_order_relaxed); }
+  void Release() { Drop(); }
+
  private:
-  void OpDone() {
+  void OpDone() { Drop(); }
+  void Drop() {
     // acq_rel: every op's use of the batch happens before the delete.
     if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     // The batch's requests leave the ring's in-flight count together: until
@@ -243,6 +282,8 @@ Ring::~Ring() {
 
 int Ring::Start(RingWorkerPool* pool) {
   spin_ns_ = std::min(requested_spin_ns_, pool->max_spin_ns());
+  max_batch_ = std::max(pool->max_batch(), 1u);
+  inline_reads_ = pool->inline_reads();
   int ret = pool->Attach(shared_from_this());
   if (ret == 0) pool_ = pool;
   return ret;
@@ -305,12 +346,19 @@ void Ring::DeliverNotify(EventfdWriteWatch* watch) {
   // fgds_ior_wait: either it sees the completions or we see its flag.
   fgds_full_fence();
   const uint32_t flags = fgds_load_relaxed(&header_->cq_head.flags);
-  if ((flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) &&
-      !watch->Signal(complete_efd_)) {
+  if ((flags & (FGDS_RING_CQ_WAITING | FGDS_RING_CQ_ALWAYS_NOTIFY)) == 0) {
+    return;
+  }
+  const uint64_t start = stats_ != nullptr ? StageNowNs() : 0;
+  if (!watch->Signal(complete_efd_)) {
     notify_broken_ = true;
     LogWarning(
         "usrbio ring: the client made its completion eventfd block; it is "
         "not signalled any more");
+  }
+  if (stats_ != nullptr) {
+    stats_->stages().Add(RingStageStats::kNotifies, 1);
+    stats_->stages().Add(RingStageStats::kNotifyNs, StageNowNs() - start);
   }
 }
 
@@ -359,6 +407,7 @@ void Ring::Dispatch(uint32_t count) {
       return;
     }
   }
+  const uint64_t take_start = stats_ != nullptr ? StageNowNs() : 0;
   for (uint32_t i = 0; i < count; ++i) {
     // The one read of each slot: validation and I/O use only this copy.
     memcpy(&sqe_copies_[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
@@ -393,8 +442,15 @@ void Ring::Dispatch(uint32_t count) {
         op =
             io.datasync ? backend::FileOp::kFdatasync : backend::FileOp::kFsync;
       }
+      // Reads of cached pages are copied on this thread, inside SubmitIo:
+      // for 4 KiB a hand-off to an engine thread and its wakeups cost more
+      // than the copy, and the engine's shared queues stop scaling with
+      // clients (docs/usrbio.md, "Where the time goes").
+      const uint32_t flags = op == backend::FileOp::kRead && inline_reads_
+                                 ? io.flags | backend::kIoInlineIfCached
+                                 : io.flags;
       requests_.push_back(backend::FileIoRequest{op, io.file, io.region, io.buf,
-                                                 io.len, io.offset, io.flags,
+                                                 io.len, io.offset, flags,
                                                  batch->Add(sqe, io)});
     }
   }
@@ -413,7 +469,26 @@ void Ring::Dispatch(uint32_t count) {
   // Writes start only once the mount holds no dirty page of their ranges
   // (cache_invalidator.h, step 1).
   batch->InvalidateWriteRanges();
+  if (stats_ == nullptr) {
+    backend_->SubmitIo(requests_);
+    return;
+  }
+  RingStageStats& stages = stats_->stages();
+  const uint64_t submit_start = StageNowNs();
+  batch->submit_ns_ = submit_start;
+  // The batch stays alive through SubmitIo for the inline count: one more
+  // completion, ours, is owed until we read it.
+  batch->Hold();
+  tl_dispatching = this;
   backend_->SubmitIo(requests_);
+  tl_dispatching = nullptr;
+  const uint64_t submit_end = StageNowNs();
+  stages.Add(RingStageStats::kInline, batch->inline_);
+  batch->Release();
+  stages.Add(RingStageStats::kEntries, count);
+  stages.Add(RingStageStats::kBatches, 1);
+  stages.Add(RingStageStats::kTakeNs, submit_start - take_start);
+  stages.Add(RingStageStats::kSubmitNs, submit_end - submit_start);
 }
 
 Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
@@ -421,6 +496,7 @@ Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
     // Awake: submits need not kick until we sleep again.
     fgds_store_relaxed(&header_->sq_head.flags, 0);
     sleeping_.store(false, std::memory_order_relaxed);
+    if (stats_ != nullptr) stats_->stages().Add(RingStageStats::kWakeups, 1);
   }
   starved_.store(false, std::memory_order_relaxed);
   for (;;) {
@@ -464,7 +540,14 @@ Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
     }
     batch_start_ns_ = 0;
     last_dispatch_ns_ = now_ns;
-    Dispatch(take);
+    // At most max_batch_ entries per turn: cached reads complete inside
+    // Dispatch, and a waiting client hears of the first ones (just below)
+    // while the worker copies the rest of its queue on the next turn, so
+    // client and worker overlap instead of taking turns.
+    Dispatch(std::min(take, max_batch_));
+    // Inline completions are posted already: the client need not wait for
+    // the worker's next round to hear of them.
+    DeliverNotify(watch);
     // One batch per turn: the worker's other rings get theirs.
     return {Turn::kAgain, 0};
   }

@@ -8,8 +8,12 @@
 //
 // Batching: the worker starts I/O once io_depth entries wait, or once the
 // oldest has waited timeout_us; it never waits for more entries without a
-// deadline. It takes no more entries than the completion queue has room for,
-// counting I/O in flight, so completions never overwrite unreaped ones.
+// deadline. A turn takes at most RingWorkerPoolOptions::max_batch entries.
+// Reads of cached pages are copied by the worker itself, inside
+// Backend::SubmitIo (backend::kIoInlineIfCached), and their completions
+// posted and signalled before the turn ends; the rest go to the engine. It
+// takes no more entries than the completion queue has room for, counting I/O in
+// flight, so completions never overwrite unreaped ones.
 //
 // Wakeups: an idle ring sets NEED_WAKEUP and its worker sleeps on the
 // client's submit eventfd (watched, never read) and the ring's own wake
@@ -135,6 +139,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const uint64_t timeout_ns_;
   const uint64_t requested_spin_ns_;  // the client's; capped at Start
   uint64_t spin_ns_ = 0;              // set by Start, before any Serve
+  uint32_t max_batch_ = 1;            // set by Start: entries per turn
+  bool inline_reads_ = true;          // set by Start
   const std::shared_ptr<Registry> registry_;
   backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null

@@ -237,7 +237,9 @@ TEST_F(RingTest, EachEntryCompletesOnceWithTheBackendsResultAndPath) {
   EXPECT_EQ(requests[0].buf, iov_->base() + 4096);
   EXPECT_EQ(requests[0].len, 4096u);
   EXPECT_EQ(requests[0].offset, 8192u);
-  EXPECT_EQ(requests[0].flags, backend::kIoPreferDirect);
+  // Reads also let the backend copy cached pages on the worker (issue 17).
+  EXPECT_EQ(requests[0].flags,
+            backend::kIoPreferDirect | backend::kIoInlineIfCached);
   EXPECT_EQ(requests[1].op, FileOp::kWrite);
   EXPECT_EQ(requests[1].buf, iov_->base());
   EXPECT_EQ(requests[1].len, 100u);
@@ -764,6 +766,78 @@ TEST_F(RingTest, InlineCompletionsKeepTheRoomCountRight) {
                       IoStats::FileSide::kPageCache})
                 .errors,
             40u);
+}
+
+// Issue 17: a turn takes at most max_batch entries, so a waiting client
+// hears of the first ones while the worker serves the rest.
+TEST_F(RingTest, ATurnTakesAtMostMaxBatchEntries) {
+  RingWorkerPoolOptions pool_options;
+  pool_options.workers = 1;
+  pool_options.max_batch = 4;
+  StartPool(pool_options);
+  Start(16, 1, 0);
+  std::vector<fgds_sqe> sqes;
+  for (uint64_t i = 0; i < 10; ++i) {
+    sqes.push_back(ReadSqe(kRw, 0, i * 4096, i * 4096, 4096, i));
+  }
+  client_->Submit(sqes);
+  ASSERT_TRUE(backend_.WaitForRequests(10));
+  EXPECT_EQ(backend_.batch_sizes(), (std::vector<size_t>{4, 4, 2}));
+}
+
+// Reads ask the backend to copy cached pages on the worker itself; writes
+// and syncs never do, and a pool with inline_reads off asks for nothing.
+TEST_F(RingTest, ReadsAskToBeServedInlineWritesAndSyncsDoNot) {
+  for (bool inline_reads : {true, false}) {
+    SCOPED_TRACE(inline_reads ? "inline reads" : "no inline reads");
+    if (ring_ != nullptr) {
+      ring_->Stop();
+      backend_.CompleteRest(-ECANCELED);
+      ring_.reset();
+    }
+    const size_t before = backend_.requests().size();
+    RingWorkerPoolOptions pool_options;
+    pool_options.workers = 1;
+    pool_options.inline_reads = inline_reads;
+    StartPool(pool_options);
+    Start(8, 3, kNoTimeout);
+    client_->Submit(std::vector<fgds_sqe>{ReadSqe(kRw, 0, 0, 0, 4096, 1),
+                                          WriteSqe(kRw, 0, 0, 0, 4096, 2),
+                                          FsyncSqe(kRw, 3)});
+    ASSERT_TRUE(backend_.WaitForRequests(before + 3));
+    const std::vector<backend::FileIoRequest> requests = backend_.requests();
+    for (size_t i = before; i < requests.size(); ++i) {
+      const bool asks = (requests[i].flags & backend::kIoInlineIfCached) != 0;
+      EXPECT_EQ(asks, inline_reads && requests[i].op == backend::FileOp::kRead)
+          << "request " << i - before;
+    }
+  }
+}
+
+// The stage counters (ring_stage_stats.h) see every entry, and count the
+// ones completed inside SubmitIo as inline.
+TEST_F(RingTest, StageStatsCountEntriesBatchesAndInlineCompletions) {
+  backend_.CompleteInline(4096, IoPath::kPageCache);
+  Start(8, 1, 0);
+  uint64_t userdata = 0;
+  for (int round = 0; round < 5; ++round) {
+    std::vector<fgds_sqe> sqes;
+    for (int i = 0; i < 4; ++i) {
+      sqes.push_back(ReadSqe(kRw, 0, 0, 0, 4096, userdata++));
+    }
+    client_->Submit(sqes);
+    ASSERT_TRUE(client_->WaitForCqes(4)) << "round " << round;
+    for (const fgds_cqe& cqe : client_->Reap()) EXPECT_EQ(cqe.result, 4096);
+  }
+  const RingStageStats& stages = stats_.stages();
+  EXPECT_EQ(stages.Get(RingStageStats::kEntries), 20u);
+  EXPECT_EQ(stages.Get(RingStageStats::kInline), 20u);
+  EXPECT_GE(stages.Get(RingStageStats::kBatches), 5u);
+  EXPECT_LE(stages.Get(RingStageStats::kBatches), 20u);
+  EXPECT_GT(stages.Get(RingStageStats::kTakeNs), 0u);
+  EXPECT_GT(stages.Get(RingStageStats::kSubmitNs), 0u);
+  // Nothing went to an engine: no engine latency was sampled.
+  EXPECT_EQ(stages.Get(RingStageStats::kEngineSamples), 0u);
 }
 
 // Threads of this process (entries of /proc/self/task).

@@ -1,5 +1,6 @@
 #include "fusefs/session/ring_worker_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -36,7 +37,7 @@ unsigned DefaultWorkers() {
     cpus = static_cast<unsigned>(CPU_COUNT(&set));
   }
   if (cpus == 0) cpus = std::max(1u, std::thread::hardware_concurrency());
-  return std::min(cpus, 8u);
+  return std::min(cpus, kMaxDefaultRingWorkers);
 }
 
 }  // namespace
@@ -250,6 +251,9 @@ void RingWorkerPool::Worker::ServeRound() {
 }
 
 void RingWorkerPool::Worker::Run() {
+  // Named so that CPU use can be told apart per thread kind
+  // (/proc/<pid>/task/*/comm: `fgds bench` reports the daemon's CPU so).
+  pthread_setname_np(pthread_self(), "fgds-ring");
   epoll_event events[64];
   for (;;) {
     timespec ts;
@@ -364,6 +368,7 @@ void RingWorkerPool::Detach(Ring* ring) {
 }
 
 void RingWorkerPool::WatchdogLoop() {
+  pthread_setname_np(pthread_self(), "fgds-ring-wd");
   const uint64_t bound_ns = uint64_t{options_.stall_ms} * 1000000;
   const absl::Duration tick =
       absl::Milliseconds(std::max<uint32_t>(options_.stall_ms / 2, 1));

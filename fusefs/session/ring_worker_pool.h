@@ -43,9 +43,22 @@ namespace fgds::session {
 
 class Ring;
 
+// Default worker count: one per CPU, at most this many.
+inline constexpr unsigned kMaxDefaultRingWorkers = 64;
+
 struct RingWorkerPoolOptions {
-  // Worker threads; 0: one per CPU the daemon may run on, at most 8.
+  // Worker threads; 0: one per CPU the daemon may run on (at most
+  // kMaxDefaultRingWorkers). A worker copies its rings' cached reads itself, so
+  // clients on many cores need as many workers; an idle one sleeps.
   unsigned workers = 0;
+  // The most entries a worker takes from one ring per turn (1 or more):
+  // smaller turns let a client reap and refill while the worker copies the
+  // rest of its queue; larger ones cost fewer notifications.
+  uint32_t max_batch = 16;
+  // Workers copy their rings' cached reads themselves (ring.h); false
+  // hands every entry to the backend's engine, as before issue 17 (kept to
+  // measure the two side by side: docs/usrbio.md, "Where the time goes").
+  bool inline_reads = true;
   // The most microseconds a worker polls a ring after serving its entries
   // before it sleeps; a client's spin_us asks for up to this.
   uint32_t max_spin_us = 50;
@@ -73,6 +86,8 @@ class RingWorkerPool {
   void Detach(Ring* ring);
 
   uint64_t max_spin_ns() const { return uint64_t{options_.max_spin_us} * 1000; }
+  uint32_t max_batch() const { return options_.max_batch; }
+  bool inline_reads() const { return options_.inline_reads; }
   size_t workers() const { return workers_.size(); }
 
  private:

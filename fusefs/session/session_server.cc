@@ -167,8 +167,9 @@ SessionServer::~SessionServer() {
 }
 
 std::string SessionServer::ControlFileContent() const {
+  // pid: whose CPU use tools may account (`fgds bench`, daemon_cpu.h).
   return absl::StrCat("socket=", socket_path_, "\nprotocol=", FGDS_WIRE_VERSION,
-                      "\n");
+                      "\npid=", getpid(), "\n");
 }
 
 void SessionServer::ServeLoop() {

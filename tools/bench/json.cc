@@ -15,6 +15,16 @@ std::string Number(double value) {
   return absl::StrFormat("%.9g", value);
 }
 
+// {"entries": n, ...}: the daemon's ring stage counters over the phase.
+std::string RingStagesJson(const DaemonCpu& cpu) {
+  std::string out = "{";
+  for (const auto& [name, value] : cpu.ring_stages) {
+    absl::StrAppend(&out, out.size() > 1 ? ", " : "", JsonQuote(name), ": ",
+                    value);
+  }
+  return out + "}";
+}
+
 std::string RowJson(const ResultRow& row) {
   return absl::StrCat(
       "{\"mode\": ", JsonQuote(row.mode), ", \"op\": ", JsonQuote(row.op),
@@ -30,6 +40,18 @@ std::string RowJson(const ResultRow& row) {
       ", \"p99_us\": ", Number(row.p99_us),
       ", \"cpu_seconds\": ", Number(row.cpu_seconds),
       ", \"cpu_s_per_gb\": ", Number(row.cpu_seconds_per_gb()),
+      ", \"daemon_cpu_ns_per_op\": ",
+      row.daemon_cpu.valid
+          ? Number(row.daemon_ns_per_op(row.daemon_cpu.total_ns()))
+          : "null",
+      ", \"daemon_ring_ns_per_op\": ",
+      row.daemon_cpu.valid
+          ? Number(row.daemon_ns_per_op(row.daemon_cpu.ring_ns))
+          : "null",
+      ", \"daemon_io_ns_per_op\": ",
+      row.daemon_cpu.valid ? Number(row.daemon_ns_per_op(row.daemon_cpu.io_ns))
+                           : "null",
+      ", \"ring_stages\": ", RingStagesJson(row.daemon_cpu),
       ", \"ratio\": ", row.ratio.has_value() ? Number(*row.ratio) : "null",
       ", \"baseline\": ",
       row.baseline.empty() ? "null" : JsonQuote(row.baseline), "}");

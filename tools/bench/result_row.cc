@@ -14,6 +14,12 @@ double ResultRow::cpu_seconds_per_gb() const {
   return bytes > 0 ? cpu_seconds / (static_cast<double>(bytes) / 1e9) : 0;
 }
 
+double ResultRow::daemon_ns_per_op(uint64_t ns) const {
+  return daemon_cpu.valid && ops > 0
+             ? static_cast<double>(ns) / static_cast<double>(ops)
+             : 0;
+}
+
 void AttachRatios(
     std::vector<ResultRow>& rows,
     absl::FunctionRef<absl::string_view(absl::string_view mode)> baseline_of) {

@@ -12,6 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
+#include "tools/bench/daemon_cpu.h"
 
 namespace fgds::bench {
 
@@ -35,6 +36,9 @@ struct ResultRow {
   double cpu_seconds = 0;
   double p50_us = 0;
   double p99_us = 0;
+  // CPU the daemon serving --mount used during the phase, by thread kind
+  // (daemon_cpu.h); valid false when it could not be read.
+  DaemonCpu daemon_cpu;
   // This row's GB/s divided by its baseline's; unset for baselines and when
   // the baseline mode was not run.
   std::optional<double> ratio;
@@ -43,6 +47,9 @@ struct ResultRow {
   double gb_per_second() const;
   double iops() const;
   double cpu_seconds_per_gb() const;
+  // Daemon CPU nanoseconds per operation (all threads, or one kind); 0
+  // without a valid sample.
+  double daemon_ns_per_op(uint64_t ns) const;
 };
 
 // AttachRatios sets `ratio` and `baseline` on every row whose mode has a

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tools/bench/daemon_cpu.h"
 #include "tools/bench/mode.h"
 #include "tools/bench/system.h"
 #include "tools/bench/workers.h"
@@ -63,7 +64,8 @@ class Runner {
         report_(report),
         // Differs between runs, so blocks left over by an earlier run in a
         // reused file can never pass the read check.
-        run_tag_((static_cast<uint64_t>(getpid()) << 32) ^ MonotonicNanos()) {}
+        run_tag_((static_cast<uint64_t>(getpid()) << 32) ^ MonotonicNanos()),
+        daemon_pid_(DaemonPidOfMount(options.mount)) {}
 
   absl::Status Run() {
     for (const std::string& name : options_.modes) {
@@ -93,12 +95,16 @@ class Runner {
     spec.interrupted = &interrupted_;
 
     spec.op = Op::kWrite;
+    const DaemonCpu cpu_before = SampleDaemonCpu(daemon_pid_, options_.mount);
     absl::StatusOr<PhaseResult> written = RunPhase(mode, spec, "write");
     if (!written.ok()) return written.status();
+    const DaemonCpu cpu =
+        SampleDaemonCpu(daemon_pid_, options_.mount) - cpu_before;
     const char* write_cache = mode.bypasses_page_cache ? "direct" : "-";
-    AddRow(mode, spec, "write", write_cache, "-", *written, written->seconds);
+    AddRow(mode, spec, "write", write_cache, "-", *written, written->seconds,
+           cpu);
     AddRow(mode, spec, "write-nofsync", write_cache, "-", *written,
-           written->seconds_without_sync);
+           written->seconds_without_sync, cpu);
     if (mode.location == FileLocation::kMount) CheckLanded(path);
 
     spec.op = Op::kRead;
@@ -149,9 +155,11 @@ class Runner {
 
   absl::Status TimedRead(const ModeSpec& mode, const PhaseSpec& spec,
                          const char* cache_seen, const char* cache_wanted) {
+    const DaemonCpu cpu_before = SampleDaemonCpu(daemon_pid_, options_.mount);
     absl::StatusOr<PhaseResult> read = RunPhase(mode, spec, "read");
     if (!read.ok()) return read.status();
-    AddRow(mode, spec, "read", cache_seen, cache_wanted, *read, read->seconds);
+    AddRow(mode, spec, "read", cache_seen, cache_wanted, *read, read->seconds,
+           SampleDaemonCpu(daemon_pid_, options_.mount) - cpu_before);
     return absl::OkStatus();
   }
 
@@ -190,8 +198,10 @@ class Runner {
 
   void AddRow(const ModeSpec& mode, const PhaseSpec& spec, const char* op,
               const char* cache, const char* cache_wanted,
-              const PhaseResult& result, double seconds) {
+              const PhaseResult& result, double seconds,
+              const DaemonCpu& daemon_cpu) {
     ResultRow row;
+    row.daemon_cpu = daemon_cpu;
     row.mode = std::string(mode.name);
     row.op = op;
     row.pattern = std::string(PatternName(spec.pattern));
@@ -214,6 +224,8 @@ class Runner {
   Progress& progress_;
   RunReport& report_;
   const uint64_t run_tag_;
+  // The daemon serving --mount, whose CPU each row reports (-1: unknown).
+  const int daemon_pid_;
   int modes_run_ = 0;
   bool drop_failure_noted_ = false;
   BenchFiles files_;  // last member: files go before anything else is torn down

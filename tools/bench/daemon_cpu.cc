@@ -1,0 +1,141 @@
+#include "tools/bench/daemon_cpu.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace fgds::bench {
+namespace {
+
+// The top directory of the mount `path` is on (walking up while st_dev
+// stays the same), as the usrbio library finds it.
+std::string MountRoot(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  std::string dir = path;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  while (dir != "/") {
+    const size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    const std::string parent = slash == 0 ? "/" : dir.substr(0, slash);
+    struct stat parent_st;
+    if (stat(parent.c_str(), &parent_st) != 0 ||
+        parent_st.st_dev != st.st_dev) {
+      break;
+    }
+    dir = parent;
+  }
+  return dir;
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+DaemonCpu DaemonCpu::operator-(const DaemonCpu& earlier) const {
+  DaemonCpu d;
+  d.valid = valid && earlier.valid;
+  auto sub = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  d.ring_ns = sub(ring_ns, earlier.ring_ns);
+  d.io_ns = sub(io_ns, earlier.io_ns);
+  d.other_ns = sub(other_ns, earlier.other_ns);
+  for (const auto& [name, value] : ring_stages) {
+    uint64_t before = 0;
+    for (const auto& [earlier_name, earlier_value] : earlier.ring_stages) {
+      if (earlier_name == name) before = earlier_value;
+    }
+    d.ring_stages.emplace_back(name, sub(value, before));
+  }
+  return d;
+}
+
+int ThreadKind(const std::string& comm) {
+  if (absl::StartsWith(comm, "fgds-ring")) return 0;
+  if (absl::StartsWith(comm, "fgds-io")) return 1;
+  return 2;
+}
+
+int DaemonPidOfMount(const std::string& path) {
+  const std::string root = MountRoot(path);
+  if (root.empty()) return -1;
+  const std::string content = ReadSmallFile(root + "/.fgds/session");
+  std::istringstream lines(content);
+  std::string line;
+  int pid = -1;
+  while (std::getline(lines, line)) {
+    int value;
+    if (absl::StartsWith(line, "pid=") &&
+        absl::SimpleAtoi(line.substr(4), &value)) {
+      return value;
+    }
+    // Daemons before "pid=": the socket is <dir>/<pid>-<random>.sock.
+    if (absl::StartsWith(line, "socket=")) {
+      const size_t slash = line.rfind('/');
+      const size_t dash = line.find('-', slash);
+      if (slash != std::string::npos && dash != std::string::npos &&
+          absl::SimpleAtoi(line.substr(slash + 1, dash - slash - 1), &value)) {
+        pid = value;
+      }
+    }
+  }
+  return pid;
+}
+
+DaemonCpu SampleDaemonCpu(int pid, const std::string& mount_path) {
+  DaemonCpu cpu;
+  if (pid <= 0) return cpu;
+  if (!mount_path.empty()) {
+    std::istringstream lines(
+        ReadSmallFile(MountRoot(mount_path) + "/.fgds/stats"));
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (!absl::StartsWith(line, "ring.")) continue;
+      const size_t space = line.find(' ');
+      uint64_t value;
+      if (space != std::string::npos &&
+          absl::SimpleAtoi(line.substr(space + 1), &value)) {
+        cpu.ring_stages.emplace_back(line.substr(5, space - 5), value);
+      }
+    }
+  }
+  const std::string task_dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* dir = opendir(task_dir.c_str());
+  if (dir == nullptr) return cpu;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string base = absl::StrCat(task_dir, "/", entry->d_name);
+    std::string comm = ReadSmallFile(base + "/comm");
+    while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    // schedstat: "<ns on cpu> <ns waiting> <timeslices>".
+    const std::string schedstat = ReadSmallFile(base + "/schedstat");
+    const uint64_t ns = std::strtoull(schedstat.c_str(), nullptr, 10);
+    switch (ThreadKind(comm)) {
+      case 0:
+        cpu.ring_ns += ns;
+        break;
+      case 1:
+        cpu.io_ns += ns;
+        break;
+      default:
+        cpu.other_ns += ns;
+        break;
+    }
+  }
+  closedir(dir);
+  cpu.valid = true;
+  return cpu;
+}
+
+}  // namespace fgds::bench

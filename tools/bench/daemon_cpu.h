@@ -1,0 +1,56 @@
+// File: tools/bench/daemon_cpu.h
+//
+// The CPU time the fgds daemon serving --mount spends, by kind of thread,
+// so that the bench reports daemon CPU per operation beside each row (the
+// daemon's cost of a usrbio entry is what issue 17 halves). Threads are
+// told apart by name (/proc/<pid>/task/<tid>/comm): "fgds-ring*" (ring
+// workers and their watchdog), "fgds-io" (io_uring engine workers), and
+// everything else (FUSE and session threads, the invalidator). Times come
+// from /proc/<pid>/task/<tid>/schedstat (nanoseconds on CPU); threads that
+// end between two samples drop out, so take samples around a phase only.
+//
+// Example:
+//   int pid = DaemonPidOfMount("/mnt/fgds/dir");   // -1: not found
+//   DaemonCpu before = SampleDaemonCpu(pid);
+//   ... run ...
+//   DaemonCpu used = SampleDaemonCpu(pid) - before;
+#ifndef FGDS_TOOLS_BENCH_DAEMON_CPU_H_
+#define FGDS_TOOLS_BENCH_DAEMON_CPU_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fgds::bench {
+
+struct DaemonCpu {
+  uint64_t ring_ns = 0;
+  uint64_t io_ns = 0;
+  uint64_t other_ns = 0;
+  bool valid = false;  // the process was readable
+  // The daemon's "ring.<name> <value>" counters from /.fgds/stats (where
+  // a usrbio entry's time goes: fusefs/session/ring_stage_stats.h), in
+  // file order; empty for daemons without them.
+  std::vector<std::pair<std::string, uint64_t>> ring_stages;
+
+  uint64_t total_ns() const { return ring_ns + io_ns + other_ns; }
+  DaemonCpu operator-(const DaemonCpu& earlier) const;
+};
+
+// The pid of the daemon serving the fgds mount that `path` is on, from
+// the mount root's /.fgds/session ("pid=", or the socket's name); -1 when
+// `path` is not on an fgds mount with sessions.
+int DaemonPidOfMount(const std::string& path);
+
+// The CPU time of every thread of `pid` now, by kind; valid false when
+// /proc/<pid>/task cannot be read (pid -1, another user's process). With
+// `mount_path`, also the ring stage counters of that mount.
+DaemonCpu SampleDaemonCpu(int pid, const std::string& mount_path = "");
+
+// Which kind a thread named `comm` counts as: 0 ring, 1 io, 2 other.
+int ThreadKind(const std::string& comm);
+
+}  // namespace fgds::bench
+
+#endif  // FGDS_TOOLS_BENCH_DAEMON_CPU_H_
