@@ -1,6 +1,7 @@
 // FUSE handlers for open files: open, create, read, write, flush, release,
 // fsync, fallocate, copy_file_range, lseek; and the control files.
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -37,11 +38,38 @@ int BackingFlags(const Filesystem& fs, int flags) {
   return flags;
 }
 
-void SetOpenReply(const Filesystem& fs, backend::File* file,
-                  fuse_file_info* fi) {
+// Fills the open reply for `file` of `node`: passthrough where the mount
+// has it and PassthroughFiles agrees (passthrough.h), else served by us.
+// Pair with UnsetOpenReply when the reply fails.
+void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
+                  backend::File* file, fuse_file_info* fi) {
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = fs.options.direct_io;
   fi->keep_cache = fs.options.keep_cache && fs.backend->KeepCache(file);
+  if (!fs.passthrough.load(std::memory_order_acquire)) return;
+  // Pages the mount cached in an earlier open served by us may be stale:
+  // passthrough writes since then went to the backing file alone.
+  fi->keep_cache = 0;
+  const int fd = fs.backend->PassthroughFd(file);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const int backing_id =
+      fs.passthrough_files.Open(req, node, file, fd, st.st_mode);
+#ifdef FUSE_CAP_PASSTHROUGH
+  if (backing_id > 0) {
+    fi->backing_id = backing_id;
+  }
+#else
+  (void)backing_id;
+#endif
+}
+
+// Undoes SetOpenReply (its passthrough registration) for a file released
+// or never opened.
+void UnsetOpenReply(fuse_req_t req, Filesystem& fs, backend::File* file) {
+  if (fs.passthrough.load(std::memory_order_acquire)) {
+    fs.passthrough_files.Release(req, fs.backend->NodeOf(file), file);
+  }
 }
 
 void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
@@ -78,8 +106,11 @@ void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, -res);
     return;
   }
-  SetOpenReply(fs, file, fi);
-  if (fuse_reply_open(req, fi) != 0) fs.backend->Release(file);
+  SetOpenReply(req, fs, ino, file, fi);
+  if (fuse_reply_open(req, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
+    fs.backend->Release(file);
+  }
 }
 
 void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
@@ -102,8 +133,9 @@ void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
   fuse_entry_param e;
   FillEntry(fs, entry, &e);
-  SetOpenReply(fs, file, fi);
+  SetOpenReply(req, fs, entry.node, file, fi);
   if (fuse_reply_create(req, &e, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
     fs.backend->Release(file);
     fs.backend->Forget(entry.node, 1);
   }
@@ -270,6 +302,7 @@ void DoRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (IsControlNode(ino)) {
     delete reinterpret_cast<ControlFile*>(fi->fh);
   } else {
+    UnsetOpenReply(req, fs, FileOf(fi));
     fs.backend->Release(FileOf(fi));
   }
   fuse_reply_err(req, 0);
