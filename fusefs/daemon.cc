@@ -23,8 +23,8 @@
 #include "common/errno_status.h"
 #include "common/log.h"
 #include "fusefs/fd_limit.h"
-#include "fusefs/fuse_features.h"
 #include "fusefs/filesystem.h"
+#include "fusefs/fuse_features.h"
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/session_server.h"
@@ -146,12 +146,11 @@ bool OnStackedFilesystem(const std::string& dir) {
 // The lines /.fgds/stats shows about passthrough and FUSE over io_uring:
 // what is on, and how much went which way.
 std::string FeatureStats(const Filesystem& fs) {
-  return absl::StrCat(
-      "# features: ", fs.Features(), "\n",
-      "passthrough_opens ", fs.passthrough_files.passthrough_opens(),
-      " daemon_opens ", fs.passthrough_files.daemon_opens(), "\n",
-      "requests_fuse_uring ", fs.uring_requests.load(), " requests_dev_fuse ",
-      fs.dev_requests.load(), "\n");
+  return absl::StrCat("# features: ", fs.Features(), "\n", "passthrough_opens ",
+                      fs.passthrough_files.passthrough_opens(),
+                      " daemon_opens ", fs.passthrough_files.daemon_opens(),
+                      "\n", "requests_fuse_uring ", fs.uring_requests.load(),
+                      " requests_dev_fuse ", fs.dev_requests.load(), "\n");
 }
 
 int TestStopPoint() {
@@ -309,10 +308,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   fs->fuse_uring_blocker = FuseUringBlocker(options);
   fs->backing_stacked = OnStackedFilesystem(options.data_dir);
   for (const auto& [mode, blocker, name] :
-       {std::tuple{options.passthrough, fs->passthrough_blocker,
-                   "passthrough"},
-        std::tuple{options.fuse_uring, fs->fuse_uring_blocker,
-                   "fuse-uring"}}) {
+       {std::tuple{options.passthrough, fs->passthrough_blocker, "passthrough"},
+        std::tuple{options.fuse_uring, fs->fuse_uring_blocker, "fuse-uring"}}) {
     if (mode == FeatureMode::kOn && !blocker.empty()) {
       absl::Status st = absl::FailedPreconditionError(
           absl::StrCat("--", name, " on: not available: ", blocker));
@@ -395,7 +392,10 @@ absl::Status ServeMount(const DaemonOptions& options,
           fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
                                            static_cast<off_t>(len));
         },
-        /*may_hold_dirty_pages=*/!options.direct_io);
+        /*may_hold_dirty_pages=*/!options.direct_io,
+        [fs_ptr](uint64_t node) {
+          return fs_ptr->passthrough_files.HasPassthroughFiles(node);
+        });
     StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
                   &sessions);
   }

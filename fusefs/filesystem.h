@@ -25,8 +25,8 @@
 #include <string>
 
 #include "backend/backend.h"
-#include "fusefs/buffer_pool.h"
 #include "common/mutex.h"
+#include "fusefs/buffer_pool.h"
 #include "fusefs/control_dir.h"
 #include "fusefs/fuse_features.h"
 #include "fusefs/op_stats.h"
@@ -63,10 +63,9 @@ struct Filesystem {
   bool backing_stacked = false;
   // Open files use passthrough (read without the lock on every open).
   std::atomic<bool> passthrough{false};
-  PassthroughFiles passthrough_files{OpenBackingWithoutFsetid,
-                                     [](void* req, int backing_id) {
-                                       CloseBacking(req, backing_id);
-                                     }};
+  PassthroughFiles passthrough_files{
+      OpenBackingWithoutFsetid,
+      [](void* req, int backing_id) { CloseBacking(req, backing_id); }};
   // Requests that came through io_uring and through /dev/fuse reads.
   std::atomic<uint64_t> uring_requests{0};
   std::atomic<uint64_t> dev_requests{0};

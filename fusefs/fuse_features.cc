@@ -62,8 +62,8 @@ namespace {
 
 std::string Describe(const char* name, const FeatureState& state) {
   if (state.on) return absl::StrCat(name, " on");
-  return absl::StrCat(name, " off: ",
-                      state.why_off.empty() ? "not offered" : state.why_off);
+  return absl::StrCat(
+      name, " off: ", state.why_off.empty() ? "not offered" : state.why_off);
 }
 
 }  // namespace

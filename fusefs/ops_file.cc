@@ -50,6 +50,9 @@ void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
   // Pages the mount cached in an earlier open served by us may be stale:
   // passthrough writes since then went to the backing file alone.
   fi->keep_cache = 0;
+  // O_DIRECT openers too: the kernel refuses any other open of a node with
+  // a backing file (EIO), and in passthrough O_DIRECT is the backing
+  // file's, alignment rules included, as natively.
   const int fd = fs.backend->PassthroughFd(file);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
@@ -275,9 +278,14 @@ void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
   }
   // Cached writes have the kernel drop set-id bits (through setattr);
   // direct I/O leaves it to the filesystem, so the backend does it, as for
-  // usrbio writes.
+  // usrbio writes. With passthrough on, the writes that still reach us are
+  // set-id files' (cached: the kernel has cleared the bits already, so this
+  // costs an fstat and changes nothing), or a file's whose node could not
+  // get a backing file.
   const bool kill_privileges =
-      fs.options.direct_io && fuse_req_ctx(req)->uid != 0;
+      (fs.options.direct_io ||
+       fs.passthrough.load(std::memory_order_relaxed)) &&
+      fuse_req_ctx(req)->uid != 0 && !fi->writepage;
   ssize_t res = WriteData(fs, FileOf(fi), in_buf, off,
                           kill_privileges ? backend::kIoKillPrivileges : 0);
   timer.set_result(res, /*add_bytes=*/true);

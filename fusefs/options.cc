@@ -161,8 +161,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else if (v == "on") {
         mode = FeatureMode::kOn;
       } else {
-        return absl::InvalidArgumentError(absl::StrCat(
-            arg, " takes off, auto or on, not '", v, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(arg, " takes off, auto or on, not '", v, "'"));
       }
       (arg == "--passthrough" ? options.passthrough : options.fuse_uring) =
           mode;
@@ -251,10 +251,9 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       (options.writeback_cache || options.direct_io)) {
     // The kernel refuses passthrough with a writeback cache, and a
     // direct_io open overrides it.
-    return absl::InvalidArgumentError(
-        absl::StrCat("--passthrough on excludes ",
-                     options.writeback_cache ? "--writeback-cache"
-                                             : "--direct-io"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--passthrough on excludes ",
+        options.writeback_cache ? "--writeback-cache" : "--direct-io"));
   }
   return options;
 }

@@ -47,8 +47,7 @@ int PassthroughFiles::Open(void* request, uint64_t node, const void* file,
   return 0;
 }
 
-void PassthroughFiles::Release(void* request, uint64_t node,
-                               const void* file) {
+void PassthroughFiles::Release(void* request, uint64_t node, const void* file) {
   MutexLock lock(&mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
@@ -66,6 +65,12 @@ void PassthroughFiles::Release(void* request, uint64_t node,
   if (state.passthrough_files == 0 && state.daemon_files == 0) {
     nodes_.erase(it);
   }
+}
+
+bool PassthroughFiles::HasPassthroughFiles(uint64_t node) const {
+  MutexLock lock(&mu_);
+  auto it = nodes_.find(node);
+  return it != nodes_.end() && it->second.passthrough_files > 0;
 }
 
 std::string PassthroughFiles::last_error() const {

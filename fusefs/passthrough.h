@@ -54,9 +54,11 @@ class PassthroughFiles {
   // passthrough, 0 for the daemon. `fd` is a descriptor of the backing file
   // (registered when the node has no backing id yet); `mode` its st_mode.
   // Every call is paired with one Release of the same `file`.
-  int Open(void* request, uint64_t node, const void* file, int fd,
-           mode_t mode);
+  int Open(void* request, uint64_t node, const void* file, int fd, mode_t mode);
   void Release(void* request, uint64_t node, const void* file);
+
+  // Whether passthrough files of `node` are open now.
+  bool HasPassthroughFiles(uint64_t node) const;
 
   // Counters for /.fgds/stats.
   uint64_t passthrough_opens() const { return passthrough_opens_.load(); }
