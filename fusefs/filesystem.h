@@ -66,6 +66,11 @@ struct Filesystem {
   PassthroughFiles passthrough_files{
       OpenBackingWithoutFsetid,
       [](void* req, int backing_id) { CloseBacking(req, backing_id); }};
+  // The kernel leaves killing set-id bits on write, truncate and open with
+  // O_TRUNC to us (FUSE_HANDLE_KILLPRIV_V2, asked for with passthrough): it
+  // then stops asking for security.capability before every write. Set in
+  // init.
+  std::atomic<bool> killpriv_v2{false};
   // Requests that came through io_uring and through /dev/fuse reads.
   std::atomic<uint64_t> uring_requests{0};
   std::atomic<uint64_t> dev_requests{0};
@@ -90,6 +95,14 @@ inline Filesystem& Fs(fuse_req_t req) {
 // The caller of `req` as the backend wants it; `with_groups` also reads its
 // supplementary groups (costly: only for calls that create objects).
 backend::Caller CallerOf(fuse_req_t req, bool with_groups);
+
+// Clears `node`'s S_ISUID, and S_ISGID where the group may execute, as a
+// write by an unprivileged writer does. 0 or -errno.
+int KillSetIdBits(Filesystem& fs, backend::NodeId node);
+
+// Whether the kernel asks `fi`'s request (write, open, create) to kill
+// set-id bits (FUSE_HANDLE_KILLPRIV_V2).
+bool KillSuidgidAsked(const Filesystem& fs, const fuse_file_info* fi);
 
 // Fills `e` for a reply from a backend entry, with the configured timeouts.
 void FillEntry(const Filesystem& fs, const backend::Entry& entry,

@@ -1,6 +1,7 @@
 #include "fusefs/fuse_features.h"
 
 #include <fuse_lowlevel.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -81,6 +82,18 @@ void NegotiateFeatures(Filesystem& fs, fuse_conn_info* conn) {
                                           ? FUSE_BACKING_STACKED_OVER
                                           : FUSE_BACKING_STACKED_UNDER;
       passthrough.on = true;
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+      // Without it the kernel asks for security.capability before every
+      // write (a round trip each, the cost of a small write). With it, it
+      // marks the superblock SB_NOSEC and leaves set-id bits to us: our
+      // writes, truncates and O_TRUNC opens (KillSuidgidAsked), and the
+      // passthrough writes, which run with backing ids that lack
+      // CAP_FSETID (passthrough.h).
+      if (conn->capable & FUSE_CAP_HANDLE_KILLPRIV_V2) {
+        conn->want |= FUSE_CAP_HANDLE_KILLPRIV_V2;
+        fs.killpriv_v2.store(true, std::memory_order_release);
+      }
+#endif
     } else {
       passthrough.why_off =
           "the kernel does not offer it (Linux 6.9+, CONFIG_FUSE_PASSTHROUGH)";
@@ -110,6 +123,31 @@ void NegotiateFeatures(Filesystem& fs, fuse_conn_info* conn) {
   } else {
     LogInfo("%s", line);
   }
+}
+
+int KillSetIdBits(Filesystem& fs, backend::NodeId node) {
+  struct stat st;
+  if (int res = fs.backend->GetAttr(node, &st); res != 0) return res;
+  mode_t mode = st.st_mode & 07777;
+  mode &= ~S_ISUID;
+  if (mode & S_IXGRP) mode &= ~S_ISGID;
+  if (mode == (st.st_mode & 07777)) return 0;
+  backend::SetAttrRequest request;
+  request.valid = backend::kSetMode;
+  request.attr.st_mode = mode;
+  struct stat out;
+  return fs.backend->SetAttr(node, request, &out);
+}
+
+bool KillSuidgidAsked(const Filesystem& fs, const fuse_file_info* fi) {
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+  return fs.killpriv_v2.load(std::memory_order_acquire) && fi != nullptr &&
+         fi->kill_suidgid;
+#else
+  (void)fs;
+  (void)fi;
+  return false;
+#endif
 }
 
 void CountTransport(Filesystem& fs, fuse_req_t req) {

@@ -104,8 +104,19 @@ void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   backend::File* file = nullptr;
   int res = fs.backend->Open(ino, BackingFlags(fs, fi->flags), &file);
+  // An unprivileged O_TRUNC open clears set-id bits, as truncate(2) does.
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel says when; else it says
+  // nothing (it leaves O_TRUNC to us, FUSE_ATOMIC_O_TRUNC), and the
+  // caller's uid decides, as for our other writes.
+  if (res == 0 &&
+      (fs.killpriv_v2.load(std::memory_order_relaxed)
+           ? KillSuidgidAsked(fs, fi)
+           : (fi->flags & O_TRUNC) && fuse_req_ctx(req)->uid != 0)) {
+    res = KillSetIdBits(fs, ino);
+  }
   timer.set_result(res);
   if (res != 0) {
+    if (file != nullptr) fs.backend->Release(file);
     fuse_reply_err(req, -res);
     return;
   }
@@ -282,10 +293,13 @@ void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
   // set-id files' (cached: the kernel has cleared the bits already, so this
   // costs an fstat and changes nothing), or a file's whose node could not
   // get a backing file.
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel says when (KillSuidgidAsked).
   const bool kill_privileges =
-      (fs.options.direct_io ||
-       fs.passthrough.load(std::memory_order_relaxed)) &&
-      fuse_req_ctx(req)->uid != 0 && !fi->writepage;
+      fs.killpriv_v2.load(std::memory_order_relaxed)
+          ? KillSuidgidAsked(fs, fi)
+          : (fs.options.direct_io ||
+             fs.passthrough.load(std::memory_order_relaxed)) &&
+                fuse_req_ctx(req)->uid != 0 && !fi->writepage;
   ssize_t res = WriteData(fs, FileOf(fi), in_buf, off,
                           kill_privileges ? backend::kIoKillPrivileges : 0);
   timer.set_result(res, /*add_bytes=*/true);

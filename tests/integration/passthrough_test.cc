@@ -151,6 +151,18 @@ TEST_F(PassthroughTest, DataReachesDaemonOnlyWithoutPassthrough) {
   const OpRow write_after = FuseOp(fs_->mountpoint(), "write");
   const OpRow read_after = FuseOp(fs_->mountpoint(), "read");
   if (passthrough) {
+    // Small writes: no round trip each (FUSE_HANDLE_KILLPRIV_V2 spares the
+    // kernel's getxattr("security.capability") before every write).
+    const OpRow getxattr_before = FuseOp(fs_->mountpoint(), "getxattr");
+    fd = open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(pwrite(fd, data.data() + i * 4096, 4096, i * 4096), 4096);
+    }
+    close(fd);
+    EXPECT_LT(
+        FuseOp(fs_->mountpoint(), "getxattr").count - getxattr_before.count,
+        8u);
     EXPECT_EQ(write_after.count, write_before.count);
     EXPECT_EQ(read_after.bytes, read_before.bytes);
     EXPECT_GE(Counter(fs_->mountpoint(), "passthrough_opens"), 2u);
@@ -182,6 +194,34 @@ TEST_F(PassthroughTest, SetIdFileServedByDaemon) {
   EXPECT_EQ(BackingMode("suid") & 06000, 0u);
   if (PassthroughOn(fs_->mountpoint())) {
     EXPECT_EQ(Counter(fs_->mountpoint(), "daemon_opens"), daemon_opens + 1);
+  }
+}
+
+// bob truncates alice's set-uid file, by O_TRUNC and by ftruncate: the
+// bits go, as on a local file system (the kernel leaves it to the daemon
+// with FUSE_HANDLE_KILLPRIV_V2).
+TEST_F(PassthroughTest, UnprivilegedTruncateClearsSetId) {
+  for (const bool by_open : {true, false}) {
+    const std::string name = by_open ? "trunc-open" : "trunc-ftruncate";
+    const std::string path = Shared(name);
+    int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "0123456789", 10), 10);
+    ASSERT_EQ(fchown(fd, alice_.uid, alice_.gid), 0);
+    ASSERT_EQ(fchmod(fd, 06777), 0);
+    close(fd);
+    EXPECT_EQ(RunAsUser(bob_,
+                        [&] {
+                          int f = by_open
+                                      ? open(path.c_str(), O_WRONLY | O_TRUNC)
+                                      : open(path.c_str(), O_WRONLY);
+                          if (f < 0) return 1;
+                          if (!by_open && ftruncate(f, 3) != 0) return 2;
+                          return close(f) == 0 ? 0 : 3;
+                        }),
+              0)
+        << name;
+    EXPECT_EQ(BackingMode(name) & 06000, 0u) << name;
   }
 }
 
