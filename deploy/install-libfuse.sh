@@ -78,12 +78,30 @@ trap cleanup EXIT
 
 # Debian's patches (if the package has any) are applied by dpkg-source -x;
 # the signature is not checked (no keyring here), the pinned checksum is.
-(cd "$work" && dpkg-source --no-check -x "$cache/$dsc" src >/dev/null)
+# Where dpkg-dev is missing (the device machine's Ubuntu image), the same by
+# hand: the upstream tarball, Debian's directory over it, its patch series.
+if command -v dpkg-source >/dev/null; then
+  (cd "$work" && dpkg-source --no-check -x "$cache/$dsc" src >/dev/null)
+else
+  mkdir "$work/src"
+  tar -xzf "$cache/fuse3_${version}.orig.tar.gz" -C "$work/src" \
+    --strip-components=1
+  tar -xJf "$cache/fuse3_${version}-${debian_revision}.debian.tar.xz" \
+    -C "$work/src"
+  if [ -f "$work/src/debian/patches/series" ]; then
+    grep -v '^#' "$work/src/debian/patches/series" | while read -r patch _; do
+      [ -n "$patch" ] && patch -d "$work/src" -p1 -s \
+        <"$work/src/debian/patches/$patch"
+    done
+  fi
+fi
+meson=(meson)
+command -v meson >/dev/null || meson=(python3 -m mesonbuild.mesonmain)
 # io_uring support needs liburing (with IORING_SETUP_SQE128) and libnuma;
 # meson finds both (install-deps.sh installs them). No utilities, examples
 # or tests: the daemon needs only the library, and fusermount3 stays the
 # system's.
-meson setup "$work/build" "$work/src" --prefix="$prefix" --libdir=lib \
+"${meson[@]}" setup "$work/build" "$work/src" --prefix="$prefix" --libdir=lib \
   --buildtype=release -Dutils=false -Dexamples=false -Dtests=false \
   -Dinitscriptdir= -Duseroot=false -Denable-io-uring=true \
   >"$work/meson.log" 2>&1 || { cat "$work/meson.log" >&2; exit 1; }
@@ -92,7 +110,7 @@ if ! grep -q "liburing linking and SQE128 support.*YES" "$work/meson.log"; then
 fi
 ninja -C "$work/build" >"$work/ninja.log" 2>&1 ||
   { tail -n 40 "$work/ninja.log" >&2; exit 1; }
-DESTDIR="$stage" meson install -C "$work/build" --quiet >/dev/null
+DESTDIR="$stage" "${meson[@]}" install -C "$work/build" --quiet >/dev/null
 echo "$dsc $dsc_sha256" >"$stage$prefix/.fgds-source"
 rm -rf "$prefix"  # a prefix without the right stamp is stale or partial
 mkdir -p "$(dirname "$prefix")"
