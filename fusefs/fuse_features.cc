@@ -43,6 +43,9 @@ std::string FuseUringBlocker(const DaemonOptions& options,
   return absl::StrCat("libfuse ", FUSE_MAJOR_VERSION, ".", FUSE_MINOR_VERSION,
                       " cannot ask for it (3.18+; deploy/install-deps.sh "
                       "builds 3.18)");
+#elif !defined(FGDS_LIBFUSE_URING)
+  return "libfuse was built without io_uring (its build needs liburing and "
+         "libnuma)";
 #else
   std::ifstream in(enable_uring_path);
   std::string value;
