@@ -153,6 +153,10 @@ class Backend {
   // The node an open file belongs to (whose cached pages the mount drops
   // after a usrbio write).
   virtual NodeId NodeOf(File* file) = 0;
+  // A descriptor of the local file that holds `file`'s data, which the
+  // kernel may then read and write itself (FUSE passthrough), or -1 where
+  // there is none (remote storage). Owned by `file`; valid until Release.
+  virtual int PassthroughFd(File* file) { return -1; }
   // usrbio: opens the regular file `node` with open(2) `flags` for a
   // registration; the handle holds a lookup of the node of its own and is
   // released with Release. REQUIRES: the kernel holds `node` (the caller

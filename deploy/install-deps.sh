@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what FGDS builds and runs with, from Debian 12's packages.
 # Idempotent: installs only what is missing, and skips apt-get update when
-# nothing is.
+# nothing is. Then builds libfuse 3.18 from Debian's source package into a
+# private prefix (install-libfuse.sh; nothing to do when it is there).
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,9 @@ packages=(
   libcephfs-dev ceph-mon ceph-osd ceph-mds ceph-common uuid-runtime
   # The agent protocol's key proofs (HMAC-SHA256, backend/remote/).
   libssl-dev
+  # Building libfuse 3.18 (install-libfuse.sh): the source package's tools,
+  # its build system, and libnuma for its io_uring transport.
+  curl xz-utils dpkg-dev meson ninja-build libnuma-dev
 )
 
 missing=()
@@ -26,13 +30,14 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing ${missing[*]}; run as root (sudo $0)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing ${missing[*]}; run as root (sudo $0)" >&2
-  exit 1
-fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/install-libfuse.sh"

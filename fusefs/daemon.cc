@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,7 @@
 #include "fusefs/abort_on_death.h"
 #include "fusefs/fd_limit.h"
 #include "fusefs/filesystem.h"
+#include "fusefs/fuse_features.h"
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/session_server.h"
@@ -132,6 +134,26 @@ enum StartupPoint : int {
   kBeforeReady,        // usrbio sessions started
   kBeforeLoop,         // ready() called; the FUSE loop not yet running
 };
+
+// True when `dir` is on a stacked filesystem (overlayfs, FUSE), whose
+// files passthrough must declare (max_backing_stack_depth).
+bool OnStackedFilesystem(const std::string& dir) {
+  constexpr long kOverlayfsMagic = 0x794c7630;
+  constexpr long kFuseMagic = 0x65735546;
+  struct statfs sfs;
+  if (statfs(dir.c_str(), &sfs) != 0) return false;
+  return sfs.f_type == kOverlayfsMagic || sfs.f_type == kFuseMagic;
+}
+
+// The lines /.fgds/stats shows about passthrough and FUSE over io_uring:
+// what is on, and how much went which way.
+std::string FeatureStats(const Filesystem& fs) {
+  return absl::StrCat("# features: ", fs.Features(), "\n", "passthrough_opens ",
+                      fs.passthrough_files.passthrough_opens(),
+                      " daemon_opens ", fs.passthrough_files.daemon_opens(),
+                      "\n", "requests_fuse_uring ", fs.uring_requests.load(),
+                      " requests_dev_fuse ", fs.dev_requests.load(), "\n");
+}
 
 int TestStopPoint() {
   const char* env = getenv("FGDS_TEST_STOP_AT");
@@ -300,10 +322,27 @@ absl::Status ServeMount(const DaemonOptions& options,
                                   " engine=", engine_name,
                                   options.writeback_cache ? " writeback" : "",
                                   options.direct_io ? " direct_io" : "");
+  // Passthrough and FUSE over io_uring: what rules them out before the
+  // kernel is asked (fuse_features.h); "on" fails the mount here.
+  fs->passthrough_blocker =
+      PassthroughBlocker(options, options.backend == "local");
+  fs->fuse_uring_blocker = FuseUringBlocker(options);
+  fs->backing_stacked = OnStackedFilesystem(options.data_dir);
+  for (const auto& [mode, blocker, name] :
+       {std::tuple{options.passthrough, fs->passthrough_blocker, "passthrough"},
+        std::tuple{options.fuse_uring, fs->fuse_uring_blocker, "fuse-uring"}}) {
+    if (mode == FeatureMode::kOn && !blocker.empty()) {
+      absl::Status st = absl::FailedPreconditionError(
+          absl::StrCat("--", name, " on: not available: ", blocker));
+      ready(st);
+      return st;
+    }
+  }
+  LogInfo("libfuse %s", LibfuseVersion());
   Filesystem* fs_ptr = fs.get();
   fs->control.AddFile("stats", [fs_ptr, &usrbio_stats] {
     return fs_ptr->stats.Render(fs_ptr->stats_header) + "\n" +
-           usrbio_stats.Render();
+           FeatureStats(*fs_ptr) + usrbio_stats.Render();
   });
   fs->control.AddFile("session", [&sessions] {
     return sessions ? sessions->ControlFileContent() : std::string();
@@ -314,6 +353,12 @@ absl::Status ServeMount(const DaemonOptions& options,
       absl::StrCat("allow_other,default_permissions,fsname=fgds,subtype=fgds,"
                    "max_read=",
                    options.max_io)};
+  if (fs->fuse_uring_blocker.empty()) {
+    // libfuse starts its rings only when asked by option (and the kernel
+    // offers them at INIT); it falls back to /dev/fuse if they fail.
+    arg_strings.push_back("-o");
+    arg_strings.push_back("io_uring");
+  }
   for (const std::string& o : options.fuse_options) {
     arg_strings.push_back("-o");
     arg_strings.push_back(o);
@@ -382,7 +427,10 @@ absl::Status ServeMount(const DaemonOptions& options,
           fuse_lowlevel_notify_inval_inode(se, node, static_cast<off_t>(offset),
                                            static_cast<off_t>(len));
         },
-        /*may_hold_dirty_pages=*/!options.direct_io);
+        /*may_hold_dirty_pages=*/!options.direct_io,
+        [fs_ptr](uint64_t node) {
+          return fs_ptr->passthrough_files.HasPassthroughFiles(node);
+        });
     StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
                   &sessions);
   }

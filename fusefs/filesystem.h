@@ -25,10 +25,13 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "common/mutex.h"
 #include "fusefs/buffer_pool.h"
 #include "fusefs/control_dir.h"
+#include "fusefs/fuse_features.h"
 #include "fusefs/op_stats.h"
 #include "fusefs/options.h"
+#include "fusefs/passthrough.h"
 
 namespace fgds::fusefs {
 
@@ -51,6 +54,34 @@ struct Filesystem {
   // without it, ACLs would be stored but not honoured, so setting one is
   // refused. Set once in init, before any other request.
   std::atomic<bool> posix_acl{false};
+  // FUSE passthrough and FUSE over io_uring (fuse_features.h). The
+  // blockers are found before mounting; the states are decided in init.
+  std::string passthrough_blocker;
+  std::string fuse_uring_blocker;
+  // The backing directory is on a stacked filesystem (overlayfs, FUSE):
+  // passthrough then tells the kernel its files are stacked.
+  bool backing_stacked = false;
+  // Open files use passthrough (read without the lock on every open).
+  std::atomic<bool> passthrough{false};
+  PassthroughFiles passthrough_files{
+      OpenBackingWithoutFsetid,
+      [](void* req, int backing_id) { CloseBacking(req, backing_id); }};
+  // The kernel leaves killing set-id bits on write, truncate and open with
+  // O_TRUNC to us (FUSE_HANDLE_KILLPRIV_V2, asked for with passthrough): it
+  // then stops asking for security.capability before every write. Set in
+  // init.
+  std::atomic<bool> killpriv_v2{false};
+  // Requests that came through io_uring and through /dev/fuse reads.
+  std::atomic<uint64_t> uring_requests{0};
+  std::atomic<uint64_t> dev_requests{0};
+  // One line for `fgds mount`'s log and /.fgds/stats (DescribeFeatures).
+  std::string Features() const {
+    MutexLock lock(&features_mu);
+    return DescribeFeatures(passthrough_state, fuse_uring_state);
+  }
+  mutable Mutex features_mu;
+  FeatureState passthrough_state ABSL_GUARDED_BY(features_mu);
+  FeatureState fuse_uring_state ABSL_GUARDED_BY(features_mu);
   // One line on top of /.fgds/stats (engine, mount); set before serving.
   std::string stats_header;
   // /.fgds; files are added before serving.
@@ -64,6 +95,14 @@ inline Filesystem& Fs(fuse_req_t req) {
 // The caller of `req` as the backend wants it; `with_groups` also reads its
 // supplementary groups (costly: only for calls that create objects).
 backend::Caller CallerOf(fuse_req_t req, bool with_groups);
+
+// Clears `node`'s S_ISUID, and S_ISGID where the group may execute, as a
+// write by an unprivileged writer does. 0 or -errno.
+int KillSetIdBits(Filesystem& fs, backend::NodeId node);
+
+// Whether the kernel asks `fi`'s request (write, open, create) to kill
+// set-id bits (FUSE_HANDLE_KILLPRIV_V2).
+bool KillSuidgidAsked(const Filesystem& fs, const fuse_file_info* fi);
 
 // Fills `e` for a reply from a backend entry, with the configured timeouts.
 void FillEntry(const Filesystem& fs, const backend::Entry& entry,

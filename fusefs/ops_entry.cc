@@ -156,6 +156,13 @@ void DoSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   if (fi != nullptr) request.file = reinterpret_cast<backend::File*>(fi->fh);
   struct stat out;
   int res = fs.backend->SetAttr(ino, request, &out);
+  // An unprivileged truncate or chown (FUSE_HANDLE_KILLPRIV_V2, asked for
+  // with passthrough: fuse_features.cc) clears set-id bits.
+  if (res == 0 && (to_set & FUSE_SET_ATTR_KILL_SUID) &&
+      fs.killpriv_v2.load(std::memory_order_acquire)) {
+    res = KillSetIdBits(fs, ino);
+    if (res == 0) res = fs.backend->GetAttr(ino, &out);
+  }
   timer.set_result(res);
   if (res != 0) {
     fuse_reply_err(req, -res);

@@ -1,6 +1,7 @@
 // FUSE handlers for open files: open, create, read, write, flush, release,
 // fsync, fallocate, copy_file_range, lseek; and the control files.
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -37,11 +38,41 @@ int BackingFlags(const Filesystem& fs, int flags) {
   return flags;
 }
 
-void SetOpenReply(const Filesystem& fs, backend::File* file,
-                  fuse_file_info* fi) {
+// Fills the open reply for `file` of `node`: passthrough where the mount
+// has it and PassthroughFiles agrees (passthrough.h), else served by us.
+// Pair with UnsetOpenReply when the reply fails.
+void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
+                  backend::File* file, fuse_file_info* fi) {
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = fs.options.direct_io;
   fi->keep_cache = fs.options.keep_cache && fs.backend->KeepCache(file);
+  if (!fs.passthrough.load(std::memory_order_acquire)) return;
+  // Pages the mount cached in an earlier open served by us may be stale:
+  // passthrough writes since then went to the backing file alone.
+  fi->keep_cache = 0;
+  // O_DIRECT openers too: the kernel refuses any other open of a node with
+  // a backing file (EIO), and in passthrough O_DIRECT is the backing
+  // file's, alignment rules included, as natively.
+  const int fd = fs.backend->PassthroughFd(file);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const int backing_id =
+      fs.passthrough_files.Open(req, node, file, fd, st.st_mode);
+#ifdef FUSE_CAP_PASSTHROUGH
+  if (backing_id > 0) {
+    fi->backing_id = backing_id;
+  }
+#else
+  (void)backing_id;
+#endif
+}
+
+// Undoes SetOpenReply (its passthrough registration) for a file released
+// or never opened.
+void UnsetOpenReply(fuse_req_t req, Filesystem& fs, backend::File* file) {
+  if (fs.passthrough.load(std::memory_order_acquire)) {
+    fs.passthrough_files.Release(req, fs.backend->NodeOf(file), file);
+  }
 }
 
 void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
@@ -73,13 +104,27 @@ void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   backend::File* file = nullptr;
   int res = fs.backend->Open(ino, BackingFlags(fs, fi->flags), &file);
+  // An unprivileged O_TRUNC open clears set-id bits, as truncate(2) does.
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel says when; else it says
+  // nothing (it leaves O_TRUNC to us, FUSE_ATOMIC_O_TRUNC), and the
+  // caller's uid decides, as for our other writes.
+  if (res == 0 &&
+      (fs.killpriv_v2.load(std::memory_order_relaxed)
+           ? KillSuidgidAsked(fs, fi)
+           : (fi->flags & O_TRUNC) && fuse_req_ctx(req)->uid != 0)) {
+    res = KillSetIdBits(fs, ino);
+  }
   timer.set_result(res);
   if (res != 0) {
+    if (file != nullptr) fs.backend->Release(file);
     fuse_reply_err(req, -res);
     return;
   }
-  SetOpenReply(fs, file, fi);
-  if (fuse_reply_open(req, fi) != 0) fs.backend->Release(file);
+  SetOpenReply(req, fs, ino, file, fi);
+  if (fuse_reply_open(req, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
+    fs.backend->Release(file);
+  }
 }
 
 void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
@@ -102,8 +147,9 @@ void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
   fuse_entry_param e;
   FillEntry(fs, entry, &e);
-  SetOpenReply(fs, file, fi);
+  SetOpenReply(req, fs, entry.node, file, fi);
   if (fuse_reply_create(req, &e, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
     fs.backend->Release(file);
     fs.backend->Forget(entry.node, 1);
   }
@@ -253,9 +299,17 @@ void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
   }
   // Cached writes have the kernel drop set-id bits (through setattr);
   // direct I/O leaves it to the filesystem, so the backend does it, as for
-  // usrbio writes.
+  // usrbio writes. With passthrough on, the writes that still reach us are
+  // set-id files' (cached: the kernel has cleared the bits already, so this
+  // costs an fstat and changes nothing), or a file's whose node could not
+  // get a backing file.
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel says when (KillSuidgidAsked).
   const bool kill_privileges =
-      fs.options.direct_io && fuse_req_ctx(req)->uid != 0;
+      fs.killpriv_v2.load(std::memory_order_relaxed)
+          ? KillSuidgidAsked(fs, fi)
+          : (fs.options.direct_io ||
+             fs.passthrough.load(std::memory_order_relaxed)) &&
+                fuse_req_ctx(req)->uid != 0 && !fi->writepage;
   ssize_t res = WriteData(fs, FileOf(fi), in_buf, off,
                           kill_privileges ? backend::kIoKillPrivileges : 0);
   timer.set_result(res, /*add_bytes=*/true);
@@ -280,6 +334,7 @@ void DoRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (IsControlNode(ino)) {
     delete reinterpret_cast<ControlFile*>(fi->fh);
   } else {
+    UnsetOpenReply(req, fs, FileOf(fi));
     fs.backend->Release(FileOf(fi));
   }
   fuse_reply_err(req, 0);

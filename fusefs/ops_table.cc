@@ -54,6 +54,8 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   // The kernel keeps the smaller of this and the read-ahead the daemon set
   // in sysfs before this reply (RaiseReadahead in daemon.cc); libfuse
   // offers the kernel's default (128 KiB), which would undo it.
+  // Passthrough and FUSE over io_uring (fuse_features.h).
+  NegotiateFeatures(*fs, conn);
   if (fs->options.readahead_kb != 0) {
     conn->max_readahead = static_cast<unsigned>(
         std::min<uint64_t>(uint64_t{fs->options.readahead_kb} * 1024,
@@ -101,6 +103,7 @@ template <typename... Args,
           void (*fuse_lowlevel_ops::*Member)(fuse_req_t, Args...)>
 struct Guarded<Member> {
   static void Call(fuse_req_t req, Args... args) noexcept {
+    CountTransport(*static_cast<Filesystem*>(fuse_req_userdata(req)), req);
     try {
       (Handlers().*Member)(req, args...);
     } catch (...) {
@@ -121,9 +124,15 @@ void AssignOperations(fuse_lowlevel_ops* ops) {
   // DoInit cannot throw.
   ops->init = DoInit;
   const fuse_lowlevel_ops& handlers = Handlers();
-  // Every request member of libfuse 3.14's table; the assertion below fails
-  // when a libfuse version adds one, so that it gets a line here.
-  static_assert(sizeof(fuse_lowlevel_ops) == 44 * sizeof(void (*)()),
+  // Every request member of libfuse 3.14's table (3.18 adds tmpfile and
+  // statx); the assertion below fails when a libfuse version adds one, so
+  // that it gets a line here.
+#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
+  constexpr size_t kMembers = 46;
+#else
+  constexpr size_t kMembers = 44;
+#endif
+  static_assert(sizeof(fuse_lowlevel_ops) == kMembers * sizeof(void (*)()),
                 "fuse_lowlevel_ops changed: list its new members below");
 #define FGDS_GUARD(member)                                    \
   if (handlers.member != nullptr) {                           \
@@ -171,6 +180,10 @@ void AssignOperations(fuse_lowlevel_ops* ops) {
   FGDS_GUARD(readdirplus)
   FGDS_GUARD(copy_file_range)
   FGDS_GUARD(lseek)
+#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
+  FGDS_GUARD(tmpfile)
+  FGDS_GUARD(statx)
+#endif
 #undef FGDS_GUARD
 }
 

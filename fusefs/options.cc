@@ -1,5 +1,7 @@
 #include "fusefs/options.h"
 
+#include <optional>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -25,6 +27,10 @@ const char* MountUsage() {
          "  --writeback-cache     let the kernel cache writes\n"
          "  --direct-io           bypass the kernel page cache for data\n"
          "  --no-keep-cache       drop cached pages on every open\n"
+         "  --passthrough MODE    off, auto (default) or on: the kernel reads "
+         "and writes local files itself (FUSE passthrough)\n"
+         "  --fuse-uring MODE     off, auto (default) or on: requests reach "
+         "the daemon through io_uring (FUSE over io_uring)\n"
          "  --attr-timeout SEC    attribute cache time (default 1)\n"
          "  --entry-timeout SEC   name cache time (default 1)\n"
          "  --readahead-kb N      kernel read-ahead (default 4096; 0: "
@@ -137,7 +143,35 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       return absl::OkStatus();
     };
     absl::string_view v;
-    if (arg == "-f" || arg == "--foreground") {
+    // --passthrough=MODE and --fuse-uring=MODE are also spelled that way.
+    std::optional<absl::string_view> inline_value;
+    if (size_t eq = arg.find('='); eq != absl::string_view::npos &&
+                                   absl::StartsWith(arg, "--") &&
+                                   (absl::StartsWith(arg, "--passthrough=") ||
+                                    absl::StartsWith(arg, "--fuse-uring="))) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "--passthrough" || arg == "--fuse-uring") {
+      if (inline_value) {
+        v = *inline_value;
+      } else if (auto st = value(&v); !st.ok()) {
+        return st;
+      }
+      FeatureMode mode;
+      if (v == "off") {
+        mode = FeatureMode::kOff;
+      } else if (v == "auto") {
+        mode = FeatureMode::kAuto;
+      } else if (v == "on") {
+        mode = FeatureMode::kOn;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat(arg, " takes off, auto or on, not '", v, "'"));
+      }
+      (arg == "--passthrough" ? options.passthrough : options.fuse_uring) =
+          mode;
+    } else if (arg == "-f" || arg == "--foreground") {
       options.foreground = true;
     } else if (arg == "--writeback-cache") {
       options.writeback_cache = true;
@@ -225,6 +259,14 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
         positional.empty() ? "missing MOUNTPOINT" : "more than one MOUNTPOINT");
   }
   options.mountpoint = positional[0];
+  if (options.passthrough == FeatureMode::kOn &&
+      (options.writeback_cache || options.direct_io)) {
+    // The kernel refuses passthrough with a writeback cache, and a
+    // direct_io open overrides it.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--passthrough on excludes ",
+        options.writeback_cache ? "--writeback-cache" : "--direct-io"));
+  }
   return options;
 }
 

@@ -12,6 +12,11 @@
 
 namespace fgds::fusefs {
 
+// off: never; auto: where the kernel, libfuse and the other options allow
+// it; on: as auto, and the mount fails where libfuse or the options rule it
+// out (a kernel without it is reported at INIT: the mount runs without).
+enum class FeatureMode { kOff, kAuto, kOn };
+
 struct DaemonOptions {
   // Which backend serves the namespace (backend/backend_factory.h).
   std::string backend = "local";
@@ -33,6 +38,14 @@ struct DaemonOptions {
   // Bypass the kernel page cache for file data (every read and write goes to
   // the daemon). Shared mmap then needs the kernel's direct_io mmap support.
   bool direct_io = false;
+  // FUSE passthrough (fusefs/passthrough.h): the kernel reads, writes and
+  // maps regular files of the local backend straight from the backing
+  // file. Excludes writeback_cache and direct_io.
+  FeatureMode passthrough = FeatureMode::kAuto;
+  // FUSE over io_uring: requests that still reach the daemon come through
+  // io_uring rings instead of /dev/fuse reads (Linux 6.14+, with the fuse
+  // module's enable_uring parameter set; libfuse 3.18+).
+  FeatureMode fuse_uring = FeatureMode::kAuto;
   // Keep a file's cached pages across opens when the backing file did not
   // change in between.
   bool keep_cache = true;

@@ -168,5 +168,36 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
   }
 }
 
+TEST(OptionsTest, FeatureModes) {
+  auto options = Parse({"/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->passthrough, FeatureMode::kAuto);
+  EXPECT_EQ(options->fuse_uring, FeatureMode::kAuto);
+  options = Parse({"--passthrough", "off", "--fuse-uring=on", "/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->passthrough, FeatureMode::kOff);
+  EXPECT_EQ(options->fuse_uring, FeatureMode::kOn);
+  options = Parse({"--passthrough=on", "--fuse-uring", "auto", "/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->passthrough, FeatureMode::kOn);
+  EXPECT_EQ(options->fuse_uring, FeatureMode::kAuto);
+}
+
+TEST(OptionsTest, FeatureModeErrors) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--passthrough", "yes", "/m"},
+        {"--passthrough=", "/m"},
+        {"--fuse-uring"},
+        {"--passthroughx=on", "/m"},
+        {"--passthrough", "on", "--writeback-cache", "/m"},
+        {"--direct-io", "--passthrough=on", "/m"}}) {
+    auto options = Parse(args);
+    EXPECT_FALSE(options.ok()) << args[0];
+    EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  // auto gives way to those options instead (fuse_features.h).
+  EXPECT_TRUE(Parse({"--writeback-cache", "/m"}).ok());
+}
+
 }  // namespace
 }  // namespace fgds::fusefs

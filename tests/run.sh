@@ -13,7 +13,9 @@
 #      fgds.ko against Debian 12's kernel headers, and boots guest kernels
 #      under QEMU to run the module's tests (tests/kmod/README.md).
 # Needs root and /dev/fuse (integration tests skip without them).
-# FGDS_TEST_STAGES picks stages, e.g. FGDS_TEST_STAGES="release asan".
+# FGDS_TEST_STAGES picks stages, e.g. FGDS_TEST_STAGES="release asan";
+# "libfuse314" (not run by default) builds against the system's libfuse 3.14
+# instead of deploy/install-libfuse.sh's 3.18 and runs the integration tests.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,6 +102,13 @@ for stage in $stages; do
       TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
         run_stage tsan build-tsan "-L unit" -DCMAKE_BUILD_TYPE=Debug -DFGDS_SANITIZE=thread ;;
     kmod) run_kmod ;;
+    libfuse314)
+      # The build against Debian 12's libfuse 3.14, as where
+      # deploy/install-libfuse.sh has not run: passthrough and FUSE over
+      # io_uring off, everything else as in release (not a default stage:
+      # it repeats the release stage's integration tests).
+      run_stage libfuse314 build-libfuse314 "-L integration" \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFGDS_LIBFUSE_PREFIX=/nonexistent ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac
 done

@@ -42,6 +42,20 @@ int Fail(std::string_view command, const absl::Status& status) {
   return 1;
 }
 
+// Says which libfuse the new mount runs on and which FUSE features it has
+// (the daemon decides them when the kernel's INIT arrives, so the line is
+// read from the mount's /.fgds/stats, which waits for that).
+void PrintFeatures(const std::string& mountpoint) {
+  std::ifstream in(mountpoint + "/.fgds/stats");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("# features: ", 0) == 0) {
+      std::fprintf(stderr, "fgds mount: %s\n", line.c_str() + 12);
+      return;
+    }
+  }
+}
+
 // Daemonizes: the parent waits until the child reports that the mount is
 // live (or why it is not), so `fgds mount` returns only once it is usable
 // and its exit status tells the truth.
@@ -63,7 +77,10 @@ int MountInBackground(const fgds::fusefs::DaemonOptions& options) {
     ssize_t n;
     while ((n = read(pipefd[0], buf, sizeof(buf))) > 0) message.append(buf, n);
     close(pipefd[0]);
-    if (message == "OK") return 0;
+    if (message == "OK") {
+      PrintFeatures(options.mountpoint);
+      return 0;
+    }
     std::fprintf(
         stderr, "fgds mount: %s\n",
         message.empty() ? "the daemon died while starting" : message.c_str());

@@ -83,6 +83,7 @@ class LocalBackend : public Backend {
   off_t Lseek(File* file, off_t offset, int whence) override;
   bool KeepCache(File* file) override;
   NodeId NodeOf(File* file) override;
+  int PassthroughFd(File* file) override;
   int OpenNode(NodeId node, int flags, File** out) override;  // local_reopen.cc
 
   // local_io.cc

@@ -207,4 +207,6 @@ bool LocalBackend::KeepCache(File* file) { return file->keep_cache; }
 
 NodeId LocalBackend::NodeOf(File* file) { return file->node; }
 
+int LocalBackend::PassthroughFd(File* file) { return file->fd; }
+
 }  // namespace fgds::backend

@@ -8,9 +8,11 @@
 namespace fgds::session {
 
 CacheInvalidator::CacheInvalidator(InvalidateFn invalidate,
-                                   bool may_hold_dirty_pages)
+                                   bool may_hold_dirty_pages,
+                                   SharesBackingCacheFn shares_backing_cache)
     : invalidate_(std::move(invalidate)),
       may_hold_dirty_pages_(may_hold_dirty_pages),
+      shares_backing_cache_(std::move(shares_backing_cache)),
       thread_(&CacheInvalidator::Loop, this) {}
 
 CacheInvalidator::~CacheInvalidator() {

@@ -76,7 +76,12 @@ class CacheInvalidator {
   // unless the daemon asks for FUSE_DIRECT_IO_ALLOW_MMAP, which it does
   // not; their MAP_PRIVATE mappings hold clean pages only, which step 3
   // drops).
-  CacheInvalidator(InvalidateFn invalidate, bool may_hold_dirty_pages);
+  // `shares_backing_cache(node)`: whether the mount's open files of
+  // `node` use the backing file's page cache themselves (FUSE passthrough,
+  // fusefs/passthrough.h); empty: never.
+  using SharesBackingCacheFn = std::function<bool(uint64_t node)>;
+  CacheInvalidator(InvalidateFn invalidate, bool may_hold_dirty_pages,
+                   SharesBackingCacheFn shares_backing_cache = {});
   // Runs what is queued, then stops.
   ~CacheInvalidator();
   CacheInvalidator(const CacheInvalidator&) = delete;
@@ -85,6 +90,16 @@ class CacheInvalidator {
   // Whether writes must wait for an invalidation of their range before
   // they start (step 1).
   bool may_hold_dirty_pages() const { return may_hold_dirty_pages_; }
+
+  // Whether host-memory writes to `node` must go through the backing
+  // file's page cache: when the mount's files of it share that cache
+  // (passthrough), their writers and mappings dirty its pages directly,
+  // and an O_DIRECT write racing them fails the cache's invalidation (the
+  // backing filesystem then reports EIO at the file's next fsync). Through
+  // the one cache, every writer sees every write at once.
+  bool SharesBackingCache(uint64_t node) const {
+    return shares_backing_cache_ && shares_backing_cache_(node);
+  }
 
   // Queues `ranges` (all in one round); `done` runs (on this class's
   // thread) once their cached pages are written back and gone (at once, on
@@ -115,6 +130,7 @@ class CacheInvalidator {
 
   const InvalidateFn invalidate_;
   const bool may_hold_dirty_pages_;
+  const SharesBackingCacheFn shares_backing_cache_;
   fgds::Mutex mu_;
   fgds::CondVar work_;
   fgds::CondVar flushed_;

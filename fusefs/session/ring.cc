@@ -436,6 +436,15 @@ void Ring::Dispatch(uint32_t count) {
         failed_.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
+      // One page cache with the mount's passthrough files: host writes
+      // go through it (cache_invalidator.h, SharesBackingCache).
+      if (io.write && (io.flags & backend::kIoPreferDirect) &&
+          invalidator_ != nullptr &&
+          (io.region == nullptr ||
+           io.region->kind() == backend::MemoryRegion::Kind::kHost) &&
+          invalidator_->SharesBackingCache(backend_->NodeOf(io.file))) {
+        io.flags &= ~backend::kIoPreferDirect;
+      }
       backend::FileOp op =
           io.write ? backend::FileOp::kWrite : backend::FileOp::kRead;
       if (io.sync) {

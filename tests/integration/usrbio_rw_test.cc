@@ -32,7 +32,15 @@ class UsrbioRwTest : public UsrbioTest {
     EXPECT_GE(fd, 0);
     EXPECT_EQ(pwrite(fd, data.data(), data.size(), 0),
               static_cast<ssize_t>(data.size()));
+    // In passthrough the data went to the backing file's page cache, where
+    // aligned usrbio reads would find it (and rightly take the cache):
+    // drop it, so that they go O_DIRECT as in every mode.
+    EXPECT_EQ(fsync(fd), 0);
     close(fd);
+    int backing = open(Backing(name).c_str(), O_RDONLY);
+    EXPECT_GE(backing, 0);
+    EXPECT_EQ(posix_fadvise(backing, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(backing);
     return path;
   }
 };

@@ -127,6 +127,14 @@ MountedFs::~MountedFs() {
 absl::Status MountedFs::Launch() {
   std::vector<std::string> args = {FgdsBinary(), "mount", "-f", "--data",
                                    backing_};
+  // FGDS_TEST_MOUNT_ARGS (space-separated) runs a whole suite in another
+  // mode, e.g. "--passthrough off" (tests/integration/CMakeLists.txt
+  // registers suites a second time with it); a test's own arguments follow.
+  if (const char* env = getenv("FGDS_TEST_MOUNT_ARGS"); env != nullptr) {
+    for (absl::string_view a : absl::StrSplit(env, ' ', absl::SkipEmpty())) {
+      args.emplace_back(a);
+    }
+  }
   args.insert(args.end(), options_.extra_args.begin(),
               options_.extra_args.end());
   args.push_back(mountpoint_);
