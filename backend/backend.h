@@ -108,6 +108,11 @@ class Backend {
   // and it works as the daemon, so reading the caller's groups would only
   // cost.
   virtual bool WantsRequestCaller() const { return false; }
+  // Whether a request may carry device memory (MemoryRegion::Kind::kDevice)
+  // that the backend's storage reaches by DMA. False (a remote backend,
+  // whose bytes the CPU copies): the mount offers GPU iovs no direct
+  // mapping, so they take the bounce path instead of failing each entry.
+  virtual bool ReachesDeviceMemory() const { return true; }
   // Lines for /.fgds/stats: the backend's own counters, each line ending in
   // a newline (empty: none).
   virtual std::string StatsText() const { return std::string(); }

@@ -213,7 +213,11 @@ static void StartSessions(const DaemonOptions& options,
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
-  session_options.context.storage_dir = options.data_dir;
+  // The block device GPU iovs are mapped for (their direct path); none
+  // where the backend's storage is not there (GPU iovs then bounce).
+  if (backend->ReachesDeviceMemory()) {
+    session_options.context.storage_dir = options.data_dir;
+  }
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =

@@ -133,6 +133,8 @@ class CephBackend : public Backend {
         "\n");
   }
   bool WantsRequestCaller() const override { return true; }
+  // libcephfs copies every byte with the CPU (until the RDMA edge).
+  bool ReachesDeviceMemory() const override { return false; }
   void SetCacheEvents(CacheEvents* events) override {
     fgds::MutexLock lock(&events_mu_);
     events_ = events;

@@ -2,7 +2,9 @@
 // iovs (registration of a file on the mount resolves its node through the
 // daemon, Backend::OpenNode), large requests cut at the file's objects and
 // moved in parallel (backend/ceph/object_split.h), unaligned ranges and
-// short reads at end of file, checked byte for byte; the path each
+// short reads at end of file, checked byte for byte; GPU iovs through
+// their bounce path (fake device memory: the library's staging, ring and
+// daemon run for real, only the device copies are memcpy); the path each
 // completion reports; and the backend's counters in /.fgds/stats.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,7 +18,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
-#include "tests/integration/usrbio_harness.h"
+#include "tests/integration/usrbio_gpu_harness.h"
 
 namespace fgds::testing {
 namespace {
@@ -196,6 +198,48 @@ TEST_F(CephIoTest, StripedLayoutByteForByte) {
             static_cast<ssize_t>(buf.size()));
   EXPECT_TRUE(MatchesPattern(buf.data(), buf.size(), 3, kMiB - 9));
   close(fd);
+}
+
+// GPU iovs over a ceph mount take the bounce path: the library stages
+// through host memory it shares with the daemon, and the daemon moves that
+// with libcephfs like any host iov.
+TEST_F(CephIoTest, GpuIovsBounceThroughTheStaging) {
+  const std::string path = dir_ + "/gpu";
+  constexpr uint64_t kSize = 9 * kMiB + 7;
+  ASSERT_TRUE(WritePattern(path, kSize, 21));
+  Session s(fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  direct::FakeDeviceOps ops;
+  const uint64_t dev = ops.Alloc(12 * kMiB);
+  FakeGpuIov g(&s.s, &ops, dev, 12 * kMiB, 2 * kMiB, 512 * 1024);
+  ASSERT_EQ(g.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  int id = RegisterPath(&s.s, path, O_RDWR);
+  ASSERT_GE(id, 0) << strerror(-id);
+  char* base = reinterpret_cast<char*>(dev);
+  // All of the file from an odd offset, and past its end.
+  ASSERT_EQ(fgds_prep_read(&ior.ior, &g.iov, base + 3, id, 4095, 10 * kMiB, 1),
+            0);
+  fgds_cqe cqe;
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+  ASSERT_EQ(cqe.result, static_cast<int64_t>(kSize - 4095));
+  EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
+  EXPECT_TRUE(MatchesPattern(base + 3, kSize - 4095, 21, 4095));
+  // A write from device memory across two objects.
+  FillPattern(base, 5 * kMiB, 22, 0);
+  ASSERT_EQ(
+      fgds_prep_write(&ior.ior, &g.iov, base, id, 2 * kMiB + 9, 5 * kMiB, 2),
+      0);
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+  ASSERT_EQ(cqe.result, static_cast<int64_t>(5 * kMiB));
+  EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
+  std::string back = ReadFile(path);
+  ASSERT_EQ(back.size(), kSize);
+  EXPECT_TRUE(MatchesPattern(back.data(), 2 * kMiB + 9, 21, 0));
+  EXPECT_TRUE(MatchesPattern(back.data() + 2 * kMiB + 9, 5 * kMiB, 22, 0));
+  EXPECT_TRUE(MatchesPattern(back.data() + 7 * kMiB + 9, kSize - 7 * kMiB - 9,
+                             21, 7 * kMiB + 9));
 }
 
 }  // namespace
