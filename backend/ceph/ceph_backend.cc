@@ -445,8 +445,11 @@ class CephBackend : public Backend {
       }
       // Each object's piece on its own pool thread; the last to finish
       // completes the request.
+      // The last piece to finish deletes `split`, maybe before this loop
+      // ends: count from a copy.
+      const size_t n = pieces.size();
       auto* split = new Split(request, std::move(pieces));
-      for (size_t i = 0; i < split->pieces.size(); ++i) {
+      for (size_t i = 0; i < n; ++i) {
         pool_->Submit([this, split, i] {
           split->results[i] = MovePiece(split->request, split->pieces[i]);
           if (split->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
