@@ -23,6 +23,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/file_io.h"
@@ -79,6 +80,20 @@ struct DirEntry {
   off_t next_offset;
 };
 
+// What a backend whose storage other clients change tells the mount, so
+// that the kernel drops what it cached (its page cache, attributes and
+// names). Calls come on the backend's own threads, never inside a call the
+// mount made into the backend.
+class CacheEvents {
+ public:
+  virtual ~CacheEvents() = default;
+  // The node's attributes, and its cached data from `offset` on (`len`
+  // bytes; 0: to the end; offset < 0: attributes only).
+  virtual void InvalidateNode(NodeId node, int64_t offset, int64_t len) = 0;
+  // The name `name` in directory `parent` (looked up again at next use).
+  virtual void InvalidateEntry(NodeId parent, std::string_view name) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -87,6 +102,24 @@ class Backend {
   virtual NodeId root() const = 0;
   // What moves the data, for `fgds stat` ("io_uring", "inline").
   virtual std::string EngineName() const = 0;
+  // True when the backend wants each namespace call's caller
+  // (request_caller.h), because its storage checks permissions per call.
+  // The local backend does not: the kernel checks (default_permissions)
+  // and it works as the daemon, so reading the caller's groups would only
+  // cost.
+  virtual bool WantsRequestCaller() const { return false; }
+  // Whether a request may carry device memory (MemoryRegion::Kind::kDevice)
+  // that the backend's storage reaches by DMA. False (a remote backend,
+  // whose bytes the CPU copies): the mount offers GPU iovs no direct
+  // mapping, so they take the bounce path instead of failing each entry.
+  virtual bool ReachesDeviceMemory() const { return true; }
+  // Lines for /.fgds/stats: the backend's own counters, each line ending in
+  // a newline (empty: none).
+  virtual std::string StatsText() const { return std::string(); }
+  // Where to send cache events (null: nowhere). The mount sets it once it
+  // exists and clears it before it goes; the call returns only when no
+  // event is being delivered to the previous sink.
+  virtual void SetCacheEvents(CacheEvents* events) { (void)events; }
 
   // Namespace. Lookup and every call that returns an Entry add one to the
   // node's lookup count; Forget takes `count` away and drops the node at 0.

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <tuple>
 
@@ -254,7 +255,11 @@ static void StartSessions(const DaemonOptions& options,
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
-  session_options.context.storage_dir = options.data_dir;
+  // The block device GPU iovs are mapped for (their direct path); none
+  // where the backend's storage is not there (GPU iovs then bounce).
+  if (backend->ReachesDeviceMemory()) {
+    session_options.context.storage_dir = options.data_dir;
+  }
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =
@@ -269,6 +274,31 @@ static void StartSessions(const DaemonOptions& options,
     LogWarning("usrbio disabled: %s", server.status().ToString());
   }
 }
+
+namespace {
+
+// Cache events of the backend (another client of its storage changed a
+// file's data or a name: backend.h) become the kernel's invalidations of
+// this mount. They come on the backend's threads, which no FUSE request
+// waits for, so the kernel may block them on page locks of reads in
+// flight.
+class KernelCacheEvents : public backend::CacheEvents {
+ public:
+  explicit KernelCacheEvents(fuse_session* se) : se_(se) {}
+  void InvalidateNode(backend::NodeId node, int64_t offset,
+                      int64_t len) override {
+    // ENOENT (the kernel does not hold the node) means nothing to drop.
+    fuse_lowlevel_notify_inval_inode(se_, node, offset, len);
+  }
+  void InvalidateEntry(backend::NodeId parent, std::string_view name) override {
+    fuse_lowlevel_notify_inval_entry(se_, parent, name.data(), name.size());
+  }
+
+ private:
+  fuse_session* const se_;
+};
+
+}  // namespace
 
 absl::Status ServeMount(const DaemonOptions& options,
                         const std::function<void(const absl::Status&)>& ready) {
@@ -318,10 +348,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   // usrbio sessions; started once the mount exists (they need its device).
   std::unique_ptr<session::SessionServer> sessions;
   auto fs = std::make_unique<Filesystem>(options, *std::move(backend));
-  fs->stats_header = absl::StrCat("# fgds stats: data=", options.data_dir,
-                                  " engine=", engine_name,
-                                  options.writeback_cache ? " writeback" : "",
-                                  options.direct_io ? " direct_io" : "");
+  fs->stats_header = absl::StrCat(
+      "# fgds stats: backend=", options.backend, " data=", options.data_dir,
+      " engine=", engine_name, options.writeback_cache ? " writeback" : "",
+      options.direct_io ? " direct_io" : "");
   // Passthrough and FUSE over io_uring: what rules them out before the
   // kernel is asked (fuse_features.h); "on" fails the mount here.
   fs->passthrough_blocker =
@@ -342,7 +372,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   Filesystem* fs_ptr = fs.get();
   fs->control.AddFile("stats", [fs_ptr, &usrbio_stats] {
     return fs_ptr->stats.Render(fs_ptr->stats_header) + "\n" +
-           FeatureStats(*fs_ptr) + usrbio_stats.Render();
+           FeatureStats(*fs_ptr) + fs_ptr->backend->StatsText() +
+           usrbio_stats.Render();
   });
   fs->control.AddFile("session", [&sessions] {
     return sessions ? sessions->ControlFileContent() : std::string();
@@ -434,6 +465,10 @@ absl::Status ServeMount(const DaemonOptions& options,
     StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
                   &sessions);
   }
+  // From here until the loop ends, other clients' changes reach the
+  // kernel's caches of this mount (a ceph backend's capability revocations).
+  KernelCacheEvents kernel_events(se);
+  fs->backend->SetCacheEvents(&kernel_events);
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);
   point(kBeforeReady);
@@ -450,6 +485,9 @@ absl::Status ServeMount(const DaemonOptions& options,
   int ret = fuse_session_loop_mt(se, config);
   if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
   fuse_loop_cfg_destroy(config);
+  // Before the unmount closes the session's descriptor (whose number a
+  // later open may reuse); returns once no event is being delivered.
+  fs->backend->SetCacheEvents(nullptr);
 
   // Unmount while the handlers still catch a second signal: its default
   // action now would kill us and leave a dead mount behind.

@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "backend/request_caller.h"
 #include "fusefs/exception_errno.h"
 #include "fusefs/filesystem.h"
 
@@ -93,6 +94,33 @@ constexpr bool kRepliesNone =
     SameMember<Member, &fuse_lowlevel_ops::forget_multi>() ||
     SameMember<Member, &fuse_lowlevel_ops::retrieve_reply>();
 
+// Namespace requests, whose backend calls check permissions: a backend that
+// wants each call's caller (Backend::WantsRequestCaller) gets it for these.
+// Not the data path (read, write, fsync act on a handle opened with the
+// caller's credentials), not forget or release (no caller to speak of, and
+// the kernel may send them from any context), not getattr (the most
+// frequent request; stat needs no permission on the file itself).
+template <auto Member>
+constexpr bool kNeedsCaller =
+    SameMember<Member, &fuse_lowlevel_ops::lookup>() ||
+    SameMember<Member, &fuse_lowlevel_ops::setattr>() ||
+    SameMember<Member, &fuse_lowlevel_ops::readlink>() ||
+    SameMember<Member, &fuse_lowlevel_ops::mknod>() ||
+    SameMember<Member, &fuse_lowlevel_ops::mkdir>() ||
+    SameMember<Member, &fuse_lowlevel_ops::unlink>() ||
+    SameMember<Member, &fuse_lowlevel_ops::rmdir>() ||
+    SameMember<Member, &fuse_lowlevel_ops::symlink>() ||
+    SameMember<Member, &fuse_lowlevel_ops::rename>() ||
+    SameMember<Member, &fuse_lowlevel_ops::link>() ||
+    SameMember<Member, &fuse_lowlevel_ops::open>() ||
+    SameMember<Member, &fuse_lowlevel_ops::opendir>() ||
+    SameMember<Member, &fuse_lowlevel_ops::readdirplus>() ||
+    SameMember<Member, &fuse_lowlevel_ops::setxattr>() ||
+    SameMember<Member, &fuse_lowlevel_ops::getxattr>() ||
+    SameMember<Member, &fuse_lowlevel_ops::listxattr>() ||
+    SameMember<Member, &fuse_lowlevel_ops::removexattr>() ||
+    SameMember<Member, &fuse_lowlevel_ops::create>();
+
 // Calls the handler `Member` of Handlers() and turns an exception into the
 // request's reply. A handler must not throw after it replied (the request
 // is freed then): every handler replies last.
@@ -105,6 +133,16 @@ struct Guarded<Member> {
   static void Call(fuse_req_t req, Args... args) noexcept {
     CountTransport(*static_cast<Filesystem*>(fuse_req_userdata(req)), req);
     try {
+      if constexpr (kNeedsCaller<Member>) {
+        if (Fs(req).backend->WantsRequestCaller()) {
+          // Read before the handler runs: the request is freed by its
+          // reply.
+          const backend::Caller caller = CallerOf(req, /*with_groups=*/true);
+          backend::ScopedRequestCaller scope(&caller);
+          (Handlers().*Member)(req, args...);
+          return;
+        }
+      }
       (Handlers().*Member)(req, args...);
     } catch (...) {
       if constexpr (kRepliesNone<Member>) {

@@ -9,10 +9,12 @@
 #include <limits.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -20,10 +22,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "backend/ceph/ceph_c_shim.h"
 #include "backend/ceph/ceph_connect.h"
 #include "backend/ceph/io_pool.h"
 #include "backend/ceph/node_ids.h"
+#include "backend/ceph/object_split.h"
+#include "backend/request_caller.h"
+#include "common/mutex.h"
 
 namespace fgds::backend {
 
@@ -32,9 +37,10 @@ namespace fgds::backend {
 // the handles cross the interface as casts of these.
 struct CephFile {
   Fh* fh;
-  Inode* in;
+  Inode* in;  // held by the node table while the kernel holds the node
   NodeId node;
   bool holds_lookup;
+  uint64_t granule;  // object_split.h: where large I/O is cut (0: never)
 };
 struct CephDir {
   ceph_dir_result* dirp;
@@ -69,6 +75,24 @@ class CallerPerm {
   UserPerm* perm_;
 };
 
+// The credentials one call runs with: the request's caller where the FUSE
+// layer gave one (request_caller.h), so that Ceph checks its permissions
+// as for any other client of the cluster; else the daemon's own.
+class CallPerm {
+ public:
+  explicit CallPerm(const UserPerm* daemon) : perm_(daemon) {
+    if (const Caller* caller = CurrentRequestCaller(); caller != nullptr) {
+      own_.emplace(*caller);
+      perm_ = own_->get();
+    }
+  }
+  const UserPerm* get() const { return perm_; }
+
+ private:
+  std::optional<CallerPerm> own_;
+  const UserPerm* perm_;
+};
+
 class CephBackend : public Backend {
  public:
   CephBackend(ceph_mount_info* cmount, Inode* root, uint64_t root_ino,
@@ -78,12 +102,17 @@ class CephBackend : public Backend {
         root_ino_(root_ino),
         pool_(std::make_unique<IoPool>(io_threads)) {
     nodes_[kCephRootNode] = {root, 1};
+    // Ceph tells its client when it revokes the capabilities that let it
+    // cache a file's data or a name; the client passes that on to the
+    // kernel's caches of this mount (SetCacheEvents, docs/remote.md).
+    // There is no way to unregister: the callbacks end with the unmount.
+    fgds_ceph_register_callbacks(cmount_, this);
   }
   ~CephBackend() override {
     // Jobs still queued run against the mount: drain them before it goes.
     pool_.reset();
     {
-      absl::MutexLock lock(&mu_);
+      fgds::MutexLock lock(&mu_);
       for (auto& [id, node] : nodes_) ceph_ll_put(cmount_, node.in);
       nodes_.clear();
     }
@@ -95,13 +124,31 @@ class CephBackend : public Backend {
   std::string EngineName() const override {
     return absl::StrCat("libcephfs(", pool_->threads(), " threads)");
   }
+  std::string StatsText() const override {
+    return absl::StrCat(
+        "# ceph: split_requests=",
+        split_requests_.load(std::memory_order_relaxed),
+        " split_pieces=", split_pieces_.load(std::memory_order_relaxed),
+        " inval_data=", inode_invalidations_.load(std::memory_order_relaxed),
+        " inval_names=", entry_invalidations_.load(std::memory_order_relaxed),
+        "\n");
+  }
+  bool WantsRequestCaller() const override { return true; }
+  // libcephfs copies every byte with the CPU (until the RDMA edge).
+  bool ReachesDeviceMemory() const override { return false; }
+  void SetCacheEvents(CacheEvents* events) override {
+    fgds::MutexLock lock(&events_mu_);
+    events_ = events;
+  }
 
   int Lookup(NodeId parent, const char* name, Entry* out) override {
     Inode* dir = Get(parent);
     if (dir == nullptr) return -ESTALE;
+    CallPerm perm(perms_);
     Inode* in = nullptr;
     struct ceph_statx stx = {};
-    int res = ceph_ll_lookup(cmount_, dir, name, &in, &stx, kWant, 0, perms_);
+    int res =
+        ceph_ll_lookup(cmount_, dir, name, &in, &stx, kWant, 0, perm.get());
     if (res < 0) return res;
     return Register(in, stx, out);
   }
@@ -110,7 +157,7 @@ class CephBackend : public Backend {
     if (node == kCephRootNode) return;
     Inode* drop = nullptr;
     {
-      absl::MutexLock lock(&mu_);
+      fgds::MutexLock lock(&mu_);
       auto it = nodes_.find(node);
       if (it == nodes_.end()) return;
       if (it->second.lookups > count) {
@@ -130,6 +177,7 @@ class CephBackend : public Backend {
     int res = ceph_ll_getattr(cmount_, in, &stx, kWant, 0, perms_);
     if (res < 0) return res;
     ToStat(stx, out);
+    out->st_ino = node;
     return 0;
   }
 
@@ -137,12 +185,31 @@ class CephBackend : public Backend {
               struct stat* out) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
+    CallPerm perm(perms_);
     struct ceph_statx stx = {};
     int mask = 0;
     const struct stat& a = request.attr;
     if (request.valid & kSetMode) {
-      mask |= CEPH_SETATTR_MODE;
-      stx.stx_mode = static_cast<uint16_t>(a.st_mode);
+      // The kernel clears the set-id bits of a file its writer does not
+      // own with a SETATTR in the writer's name (we leave killing
+      // privileges to it). Ceph lets only the owner chmod, so that part
+      // runs as the daemon: it is what write(2) and truncate(2) do to any
+      // file, owned or not.
+      struct ceph_statx now = {};
+      int res = ceph_ll_getattr(cmount_, in, &now, CEPH_STATX_MODE, 0, perms_);
+      if (res < 0) return res;
+      const mode_t setid = S_ISUID | S_ISGID;
+      const mode_t want = a.st_mode & 07777;
+      if (want != (now.stx_mode & 07777) &&
+          want == (now.stx_mode & 07777 & ~setid)) {
+        struct ceph_statx kill = {};
+        kill.stx_mode = static_cast<uint16_t>(a.st_mode);
+        res = ceph_ll_setattr(cmount_, in, &kill, CEPH_SETATTR_MODE, perms_);
+        if (res < 0) return res;
+      } else {
+        mask |= CEPH_SETATTR_MODE;
+        stx.stx_mode = static_cast<uint16_t>(a.st_mode);
+      }
     }
     if (request.valid & kSetUid) {
       mask |= CEPH_SETATTR_UID;
@@ -173,7 +240,7 @@ class CephBackend : public Backend {
       stx.stx_ctime = a.st_ctim;
     }
     if (mask != 0) {
-      int res = ceph_ll_setattr(cmount_, in, &stx, mask, perms_);
+      int res = ceph_ll_setattr(cmount_, in, &stx, mask, perm.get());
       if (res < 0) return res;
     }
     return GetAttr(node, out);
@@ -182,8 +249,9 @@ class CephBackend : public Backend {
   int ReadLink(NodeId node, std::string* target) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
+    CallPerm perm(perms_);
     char buf[PATH_MAX];
-    int res = ceph_ll_readlink(cmount_, in, buf, sizeof(buf), perms_);
+    int res = ceph_ll_readlink(cmount_, in, buf, sizeof(buf), perm.get());
     if (res < 0) return res;
     target->assign(buf, static_cast<size_t>(res));
     return 0;
@@ -233,7 +301,8 @@ class CephBackend : public Backend {
     Inode* in = Get(node);
     Inode* dir = Get(new_parent);
     if (in == nullptr || dir == nullptr) return -ESTALE;
-    int res = ceph_ll_link(cmount_, in, dir, new_name, perms_);
+    CallPerm perm(perms_);
+    int res = ceph_ll_link(cmount_, in, dir, new_name, perm.get());
     if (res < 0) return res;
     return Lookup(new_parent, new_name, out);
   }
@@ -241,23 +310,29 @@ class CephBackend : public Backend {
   int Unlink(NodeId parent, const char* name) override {
     Inode* dir = Get(parent);
     if (dir == nullptr) return -ESTALE;
-    return ceph_ll_unlink(cmount_, dir, name, perms_);
+    CallPerm perm(perms_);
+    return ceph_ll_unlink(cmount_, dir, name, perm.get());
   }
 
   int RmDir(NodeId parent, const char* name) override {
     Inode* dir = Get(parent);
     if (dir == nullptr) return -ESTALE;
-    return ceph_ll_rmdir(cmount_, dir, name, perms_);
+    CallPerm perm(perms_);
+    return ceph_ll_rmdir(cmount_, dir, name, perm.get());
   }
 
   int Rename(NodeId parent, const char* name, NodeId new_parent,
              const char* new_name, unsigned flags) override {
-    // libcephfs 16 has no RENAME_NOREPLACE or RENAME_EXCHANGE.
+    // libcephfs 16 has no RENAME_NOREPLACE or RENAME_EXCHANGE, and the MDS
+    // none to offer atomically; EINVAL is renameat2's answer for "this
+    // file system does not support the flag" (a look-then-rename would
+    // race with every other client of the cluster).
     if (flags != 0) return -EINVAL;
     Inode* from = Get(parent);
     Inode* to = Get(new_parent);
     if (from == nullptr || to == nullptr) return -ESTALE;
-    return ceph_ll_rename(cmount_, from, name, to, new_name, perms_);
+    CallPerm perm(perms_);
+    return ceph_ll_rename(cmount_, from, name, to, new_name, perm.get());
   }
 
   int StatFs(NodeId node, struct statvfs* out) override {
@@ -270,13 +345,15 @@ class CephBackend : public Backend {
                int flags) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
-    return ceph_ll_setxattr(cmount_, in, name, value, size, flags, perms_);
+    CallPerm perm(perms_);
+    return ceph_ll_setxattr(cmount_, in, name, value, size, flags, perm.get());
   }
   int GetXattr(NodeId node, const char* name, void* value,
                size_t size) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
-    int res = ceph_ll_getxattr(cmount_, in, name, value, size, perms_);
+    CallPerm perm(perms_);
+    int res = ceph_ll_getxattr(cmount_, in, name, value, size, perm.get());
     // libcephfs without client_acl_type refuses every system.* name; the
     // kernel asks for the parent's default ACL before each create, and
     // "none" is the answer that lets the create go on.
@@ -288,28 +365,32 @@ class CephBackend : public Backend {
   int ListXattr(NodeId node, char* list, size_t size) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
+    CallPerm perm(perms_);
     size_t used = 0;
-    int res = ceph_ll_listxattr(cmount_, in, list, size, &used, perms_);
+    int res = ceph_ll_listxattr(cmount_, in, list, size, &used, perm.get());
     return res < 0 ? res : static_cast<int>(used);
   }
   int RemoveXattr(NodeId node, const char* name) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
-    return ceph_ll_removexattr(cmount_, in, name, perms_);
+    CallPerm perm(perms_);
+    return ceph_ll_removexattr(cmount_, in, name, perm.get());
   }
 
   int Open(NodeId node, int flags, File** out) override {
-    return OpenFile(node, flags, false, out);
+    CallPerm perm(perms_);
+    return OpenFile(node, flags, false, perm.get(), out);
   }
 
   int OpenNode(NodeId node, int flags, File** out) override {
     {
-      absl::MutexLock lock(&mu_);
+      fgds::MutexLock lock(&mu_);
       auto it = nodes_.find(node);
       if (it == nodes_.end()) return -EPERM;
       ++it->second.lookups;  // the handle's own, given back by Release
     }
-    int res = OpenFile(node, flags, true, out);
+    // As the daemon: the client proved its access with its descriptor.
+    int res = OpenFile(node, flags, true, perms_, out);
     if (res < 0) Forget(node, 1);
     return res;
   }
@@ -331,7 +412,8 @@ class CephBackend : public Backend {
       ceph_ll_close(cmount_, fh);
       return res;
     }
-    *out = Handle(new CephFile{fh, nullptr, entry->node, false});
+    Inode* held = Get(entry->node);
+    *out = Handle(new CephFile{fh, held, entry->node, false, GranuleOf(held)});
     return 0;
   }
 
@@ -352,19 +434,59 @@ class CephBackend : public Backend {
         continue;
       }
       request.completion->set_path(PathOf(request.op));
-      pool_->Submit([this, request] {
-        IoPath path;
-        int64_t res = Move(request, &path);
-        request.completion->set_path(path);
-        request.completion->Complete(res);
-      });
+      std::vector<Piece> pieces = PiecesOf(request);
+      if (pieces.size() <= 1) {
+        pool_->Submit([this, request] {
+          IoPath path;
+          int64_t res = Move(request, &path);
+          request.completion->set_path(path);
+          request.completion->Complete(res);
+        });
+        continue;
+      }
+      // Each object's piece on its own pool thread; the last to finish
+      // completes the request.
+      // The last piece to finish deletes `split`, maybe before this loop
+      // ends: count from a copy.
+      const size_t n = pieces.size();
+      auto* split = new Split(request, std::move(pieces));
+      for (size_t i = 0; i < n; ++i) {
+        pool_->Submit([this, split, i] {
+          split->results[i] = MovePiece(split->request, split->pieces[i]);
+          if (split->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            int64_t res = CombinePieces(split->pieces, split->results);
+            FileIoCompletion* completion = split->request.completion;
+            delete split;
+            completion->Complete(res);
+          }
+        });
+      }
     }
   }
 
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
     *path = IoPath::kNone;
     if (int err = Refuse(request); err != 0) return err;
-    return Move(request, path);
+    std::vector<Piece> pieces = PiecesOf(request);
+    if (pieces.size() <= 1) return Move(request, path);
+    *path = IoPath::kPageCache;
+    // The first piece here, the others on the pool, then wait for them.
+    std::vector<int64_t> results(pieces.size(), 0);
+    fgds::Mutex mu;
+    fgds::CondVar done;
+    size_t left = pieces.size() - 1;
+    for (size_t i = 1; i < pieces.size(); ++i) {
+      pool_->Submit([&, i] {
+        int64_t res = MovePiece(request, pieces[i]);
+        fgds::MutexLock lock(&mu);
+        results[i] = res;
+        if (--left == 0) done.Signal();
+      });
+    }
+    results[0] = MovePiece(request, pieces[0]);
+    fgds::MutexLock lock(&mu);
+    while (left != 0) done.Wait(&mu);
+    return CombinePieces(pieces, results);
   }
 
   int Fsync(File* file, bool datasync) override {
@@ -380,15 +502,17 @@ class CephBackend : public Backend {
     return ceph_ll_lseek(cmount_, Of(file)->fh, offset, whence);
   }
   // Another client may have changed the file: drop the cached pages at
-  // every open (docs/ceph.md, coherence).
+  // every open (close-to-open, docs/remote.md); within an open, Ceph's
+  // revocations reach the kernel through the callbacks.
   bool KeepCache(File*) override { return false; }
   NodeId NodeOf(File* file) override { return Of(file)->node; }
 
   int OpenDir(NodeId node, Dir** out) override {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
+    CallPerm perm(perms_);
     ceph_dir_result* dirp = nullptr;
-    int res = ceph_ll_opendir(cmount_, in, &dirp, perms_);
+    int res = ceph_ll_opendir(cmount_, in, &dirp, perm.get());
     if (res < 0) return res;
     *out = reinterpret_cast<Dir*>(new CephDir{dirp, node});
     return 0;
@@ -428,6 +552,47 @@ class CephBackend : public Backend {
     uint64_t lookups;
   };
 
+  // A request cut at its objects (SubmitIo): its pieces' results, and how
+  // many pieces are still running.
+  struct Split {
+    Split(const FileIoRequest& r, std::vector<Piece> p)
+        : request(r),
+          pieces(std::move(p)),
+          results(pieces.size(), 0),
+          left(pieces.size()) {}
+    const FileIoRequest request;
+    const std::vector<Piece> pieces;
+    std::vector<int64_t> results;  // slot i written only by piece i's job
+    std::atomic<size_t> left;
+  };
+
+ public:
+  // Called from ceph_c_shim.c's callbacks, on libcephfs's invalidator
+  // thread, after Ceph revoked this client's
+  // right to cache the file's data (another client writes it) or it was
+  // truncated: the kernel's pages and attributes of the node go too, or
+  // readers of this mount would keep the old bytes.
+  void InodeInvalidated(uint64_t ino, int64_t offset, int64_t len) {
+    const NodeId node = NodeOfIno(ino, root_ino_);
+    if (!Known(node)) return;  // the kernel caches nothing of it
+    fgds::MutexLock lock(&events_mu_);
+    if (events_ == nullptr) return;
+    inode_invalidations_.fetch_add(1, std::memory_order_relaxed);
+    events_->InvalidateNode(node, offset, len);
+  }
+
+  // A name this client may no longer trust (another client unlinked or
+  // renamed it): the kernel looks it up again.
+  void DentryInvalidated(uint64_t dir_ino, const char* name, size_t len) {
+    const NodeId parent = NodeOfIno(dir_ino, root_ino_);
+    if (!Known(parent)) return;
+    fgds::MutexLock lock(&events_mu_);
+    if (events_ == nullptr) return;
+    entry_invalidations_.fetch_add(1, std::memory_order_relaxed);
+    events_->InvalidateEntry(parent, std::string_view(name, len));
+  }
+
+ private:
   static int OpenFlags(int flags) {
     // The kernel gives every write its offset (O_APPEND included) and
     // creates through Create; O_DIRECT means nothing to libcephfs's cache
@@ -453,17 +618,18 @@ class CephBackend : public Backend {
   }
 
   Inode* Get(NodeId node) {
-    absl::MutexLock lock(&mu_);
+    fgds::ReaderMutexLock lock(&mu_);
     auto it = nodes_.find(node);
     return it == nodes_.end() ? nullptr : it->second.in;
   }
+  bool Known(NodeId node) { return Get(node) != nullptr; }
 
   // Takes over the reference `in` carries: adds one lookup of its node.
   int Register(Inode* in, const struct ceph_statx& stx, Entry* out) {
     const NodeId node = NodeOfIno(stx.stx_ino, root_ino_);
     bool known = false;
     {
-      absl::MutexLock lock(&mu_);
+      fgds::MutexLock lock(&mu_);
       auto [it, inserted] = nodes_.try_emplace(node, Node{in, 0});
       ++it->second.lookups;
       known = !inserted;
@@ -476,13 +642,23 @@ class CephBackend : public Backend {
     return 0;
   }
 
-  int OpenFile(NodeId node, int flags, bool holds_lookup, File** out) {
+  // Where large I/O of the file is cut: its layout's objects.
+  uint64_t GranuleOf(Inode* in) {
+    if (in == nullptr) return 0;
+    uint32_t stripe_unit = 0, stripe_count = 0, object_size = 0;
+    fgds_ceph_file_layout(cmount_, in, &stripe_unit, &stripe_count,
+                          &object_size);
+    return SplitGranule(stripe_unit, stripe_count, object_size);
+  }
+
+  int OpenFile(NodeId node, int flags, bool holds_lookup, const UserPerm* perm,
+               File** out) {
     Inode* in = Get(node);
     if (in == nullptr) return holds_lookup ? -EPERM : -ESTALE;
     Fh* fh = nullptr;
-    int res = ceph_ll_open(cmount_, in, OpenFlags(flags), &fh, perms_);
+    int res = ceph_ll_open(cmount_, in, OpenFlags(flags), &fh, perm);
     if (res < 0) return res;
-    *out = Handle(new CephFile{fh, in, node, holds_lookup});
+    *out = Handle(new CephFile{fh, in, node, holds_lookup, GranuleOf(in)});
     return 0;
   }
 
@@ -500,8 +676,25 @@ class CephBackend : public Backend {
     return 0;
   }
 
+  // The object pieces of a read or write (one piece: not split). A write
+  // that must clear set-id bits first is not split: the bits go before
+  // any of its bytes land (Move).
+  std::vector<Piece> PiecesOf(const FileIoRequest& request) {
+    if (request.op != FileOp::kRead && request.op != FileOp::kWrite) return {};
+    if (request.op == FileOp::kWrite && (request.flags & kIoKillPrivileges)) {
+      return {};
+    }
+    std::vector<Piece> pieces =
+        SplitAtObjects(request.offset, request.len, Of(request.file)->granule);
+    if (pieces.size() > 1) {
+      split_requests_.fetch_add(1, std::memory_order_relaxed);
+      split_pieces_.fetch_add(pieces.size(), std::memory_order_relaxed);
+    }
+    return pieces;
+  }
+
   // Clears set-id bits before an unprivileged write, as write(2) would.
-  int KillPrivileges(Fh* fh, const FileIoRequest& request) {
+  int KillPrivileges(const FileIoRequest& request) {
     CephFile* f = Of(request.file);
     Inode* in = f->in != nullptr ? f->in : Get(f->node);
     if (in == nullptr) return 0;
@@ -511,36 +704,24 @@ class CephBackend : public Backend {
     mode_t kill = S_ISUID;
     if (stx.stx_mode & S_IXGRP) kill |= S_ISGID;
     if ((stx.stx_mode & kill) == 0) return 0;
-    (void)fh;
     stx.stx_mode = static_cast<uint16_t>(stx.stx_mode & ~kill);
     return ceph_ll_setattr(cmount_, in, &stx, CEPH_SETATTR_MODE, perms_);
   }
 
-  // One request, in the calling thread: bytes moved or -errno.
-  int64_t Move(const FileIoRequest& request, IoPath* path) {
+  // One piece of a read or write, in the calling thread: bytes moved
+  // (short only at end of file) or -errno.
+  int64_t MovePiece(const FileIoRequest& request, const Piece& piece) {
     Fh* fh = Of(request.file)->fh;
-    *path = IoPath::kNone;
-    switch (request.op) {
-      case FileOp::kFsync:
-      case FileOp::kFdatasync:
-        return ceph_ll_fsync(cmount_, fh, request.op == FileOp::kFdatasync);
-      case FileOp::kRead:
-      case FileOp::kWrite:
-        break;
-    }
-    if (request.op == FileOp::kWrite && (request.flags & kIoKillPrivileges)) {
-      if (int err = KillPrivileges(fh, request); err < 0) return err;
-    }
-    *path = IoPath::kPageCache;
+    char* buf = request.buf + (piece.offset - request.offset);
     // libcephfs returns int: move at most 1 GiB a call.
     constexpr uint64_t kMaxCall = 1u << 30;
     uint64_t done = 0;
-    while (done < request.len) {
-      const uint64_t n = std::min(request.len - done, kMaxCall);
-      const int64_t off = static_cast<int64_t>(request.offset + done);
+    while (done < piece.len) {
+      const uint64_t n = std::min(piece.len - done, kMaxCall);
+      const int64_t off = static_cast<int64_t>(piece.offset + done);
       int res = request.op == FileOp::kRead
-                    ? ceph_ll_read(cmount_, fh, off, n, request.buf + done)
-                    : ceph_ll_write(cmount_, fh, off, n, request.buf + done);
+                    ? ceph_ll_read(cmount_, fh, off, n, buf + done)
+                    : ceph_ll_write(cmount_, fh, off, n, buf + done);
       if (res < 0) return done > 0 ? static_cast<int64_t>(done) : res;
       if (res == 0) break;  // end of file
       done += static_cast<uint64_t>(res);
@@ -548,16 +729,55 @@ class CephBackend : public Backend {
     return static_cast<int64_t>(done);
   }
 
+  // One request, in the calling thread: bytes moved or -errno.
+  int64_t Move(const FileIoRequest& request, IoPath* path) {
+    *path = IoPath::kNone;
+    switch (request.op) {
+      case FileOp::kFsync:
+      case FileOp::kFdatasync:
+        return ceph_ll_fsync(cmount_, Of(request.file)->fh,
+                             request.op == FileOp::kFdatasync);
+      case FileOp::kRead:
+      case FileOp::kWrite:
+        break;
+    }
+    if (request.op == FileOp::kWrite && (request.flags & kIoKillPrivileges)) {
+      if (int err = KillPrivileges(request); err < 0) return err;
+    }
+    *path = IoPath::kPageCache;
+    return MovePiece(request, Piece{request.offset, request.len});
+  }
+
   ceph_mount_info* const cmount_;
   UserPerm* const perms_;  // the daemon's (root): owned by cmount_
   const uint64_t root_ino_;
-  absl::Mutex mu_;
+  // fgds::Mutex, not absl::Mutex: Debian's abseil is not built for TSan.
+  fgds::Mutex mu_;
   // Every node the kernel holds, with one libcephfs reference each.
   absl::flat_hash_map<NodeId, Node> nodes_ ABSL_GUARDED_BY(mu_);
+  // Held while an event is delivered, so that SetCacheEvents(nullptr)
+  // returns only when none is under way. Never held with mu_.
+  fgds::Mutex events_mu_;
+  CacheEvents* events_ ABSL_GUARDED_BY(events_mu_) = nullptr;
+  // For /.fgds/stats (StatsText); invalidations as passed to the mount.
+  std::atomic<uint64_t> split_requests_{0};
+  std::atomic<uint64_t> split_pieces_{0};
+  std::atomic<uint64_t> inode_invalidations_{0};
+  std::atomic<uint64_t> entry_invalidations_{0};
   std::unique_ptr<IoPool> pool_;  // reset (drained) before the unmount
 };
 
 }  // namespace
+
+// ceph_c_shim.h: `handle` is the CephBackend that registered.
+extern "C" void fgds_ceph_inode_invalidated(void* handle, uint64_t ino,
+                                            int64_t offset, int64_t len) {
+  static_cast<CephBackend*>(handle)->InodeInvalidated(ino, offset, len);
+}
+extern "C" void fgds_ceph_dentry_invalidated(void* handle, uint64_t dir_ino,
+                                             const char* name, size_t len) {
+  static_cast<CephBackend*>(handle)->DentryInvalidated(dir_ino, name, len);
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
     const CephOptions& options) {
