@@ -158,8 +158,16 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
   }
   fgds_iov_params ip = {};
   ip.size = staging;
-  ip.numa_node = -1;
+  // Staging on the GPU's NUMA node: the device's DMA and the daemon's
+  // page-cache copies then stay on the GPU's socket.
+  ip.numa_node = ops->Describe().numa_node;
   ret = fgds_iov_create(session, &g->staging, &ip);
+  if (ret != 0 && ip.numa_node >= 0) {
+    // mbind refused (a seccomp profile without CAP_SYS_NICE, say): the
+    // placement is a preference, the iov is not.
+    ip.numa_node = -1;
+    ret = fgds_iov_create(session, &g->staging, &ip);
+  }
   if (ret != 0) {
     g->staging.session = nullptr;
     Teardown(g);
@@ -286,8 +294,11 @@ extern "C" int fgds_iov_wrap_gpu(
   try {
     std::unique_ptr<fgds::direct::DeviceOps> ops;
     std::string message;
-    int ret = fgds::direct::MakeCudaDeviceOps(
-        (p.flags & FGDS_IOV_GPU_PRIMARY_CTX) != 0, p.device, &ops, &message);
+    // The buffer's device decides, not the thread's current context: a
+    // process driving several GPUs wraps buffers of each from any thread.
+    int ret = fgds::direct::MakeCudaDeviceOpsForBuffer(
+        dev_ptr, (p.flags & FGDS_IOV_GPU_PRIMARY_CTX) != 0, p.device, &ops,
+        &message);
     if (ret != 0) return ret;
     fgds::direct::DeviceOps* raw = ops.get();
     return fgds::usrbio::gpu::Wrap(session, iov, dev_ptr, size, p,
