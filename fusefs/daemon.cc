@@ -13,13 +13,17 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backend/backend_factory.h"
 #include "common/errno_status.h"
+#include "common/gpu/gpu_subset.h"
+#include "common/gpu/gpu_sysfs.h"
 #include "common/log.h"
 #include "fusefs/fd_limit.h"
 #include "fusefs/filesystem.h"
@@ -196,7 +200,31 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // Starts the usrbio session server (fusefs/session/) for the mount at
 // `mountpoint`; without it the mount still serves POSIX, and clients get
 // ENOTSUP from fgds_session_open.
+// ResolveGpus: the daemon's GPU subset (--gpus) over this host's NVIDIA
+// GPUs in PCI order (sysfs; no CUDA here). An entry that names no GPU fails
+// the mount: a typo must not leave a GPU out unnoticed.
+static absl::Status ResolveGpus(const std::string& spec,
+                                gpu::GpuAllowList* out) {
+  gpu::GpuSubset subset;
+  std::string why;
+  if (gpu::ParseGpuSubset(spec, &subset, &why) != 0) {
+    return absl::InvalidArgumentError("--gpus: " + why);
+  }
+  const std::vector<gpu::GpuIdentity> gpus =
+      gpu::ListNvidiaGpus("/sys", "/proc");
+  if (gpu::CheckSubsetNamesGpus(subset, gpus, "--gpus", &why) != 0) {
+    return absl::InvalidArgumentError(why);
+  }
+  *out = gpu::ResolveGpuSubset(subset, gpus);
+  if (!out->all) {
+    LogInfo("GPU subset --gpus %s: the direct path maps memory of %s only",
+            spec, absl::StrJoin(out->pci_bus_ids, ", "));
+  }
+  return absl::OkStatus();
+}
+
 static void StartSessions(const DaemonOptions& options,
+                          const gpu::GpuAllowList& gpus,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
                           session::IoStats* io_stats,
@@ -213,6 +241,7 @@ static void StartSessions(const DaemonOptions& options,
   session_options.context.io_stats = io_stats;
   session_options.context.mount_dev = makedev(mounted->major, mounted->minor);
   session_options.context.storage_dir = options.data_dir;
+  session_options.context.gpus = gpus;
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =
@@ -242,6 +271,11 @@ absl::Status ServeMount(const DaemonOptions& options,
     if (here == stop_at) raise(SIGSTOP);
   };
 
+  gpu::GpuAllowList gpus;
+  if (absl::Status st = ResolveGpus(options.gpus, &gpus); !st.ok()) {
+    ready(st);
+    return st;
+  }
   point(kBeforeBackend);
 
   backend::BackendConfig backend_config;
@@ -348,8 +382,8 @@ absl::Status ServeMount(const DaemonOptions& options,
                                            static_cast<off_t>(len));
         },
         /*may_hold_dirty_pages=*/!options.direct_io);
-    StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
-                  &sessions);
+    StartSessions(options, gpus, fs->backend.get(), invalidator.get(),
+                  &usrbio_stats, &sessions);
   }
   LogInfo("serving %s at %s (engine %s)", options.data_dir, options.mountpoint,
           engine_name);

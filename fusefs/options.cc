@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/gpu/gpu_subset.h"
 
 namespace fgds::fusefs {
 
@@ -41,6 +42,9 @@ const char* MountUsage() {
          "(default: one per CPU, at most 8)\n"
          "  --usrbio-max-spin-us N   most microseconds a ring worker polls "
          "a ring after serving it, whatever the client asks (default 50)\n"
+         "  --gpus LIST           GPUs whose memory the direct path maps: "
+         "indexes in PCI order, PCI addresses or GPU UUIDs, comma-separated "
+         "(default all; GPU iovs of others bounce)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n"
          "usrbio limits (docs/limits.md); 0 or absent: sized from the "
          "machine; SIZE takes K, M, G, T:\n"
@@ -151,6 +155,14 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
                            : arg == "--ceph-fs" ? &options.ceph_fs
                                                 : &options.ceph_root;
       *field = std::string(v);
+    } else if (arg == "--gpus") {
+      if (auto st = value(&v); !st.ok()) return st;
+      gpu::GpuSubset subset;
+      std::string why;
+      if (gpu::ParseGpuSubset(v, &subset, &why) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--gpus: ", why));
+      }
+      options.gpus = std::string(v);
     } else if (arg == "--data") {
       if (auto st = value(&v); !st.ok()) return st;
       options.data_dir = std::string(v);

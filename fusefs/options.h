@@ -58,6 +58,10 @@ struct DaemonOptions {
   // Microseconds a ring worker polls a ring after serving its entries
   // before sleeping: the most a client's spin_us gets (0: never spin).
   int usrbio_max_spin_us = 50;
+  // The GPUs whose memory the daemon maps for the direct path (GPU
+  // subset: common/gpu/gpu_subset.h, indexes in PCI order): "" = all. GPU
+  // iovs of other GPUs bounce (FGDS_IOV_GPU_REASON_EXCLUDED).
+  std::string gpus;
   // Extra -o options handed to libfuse (comma-separated, may repeat).
   std::vector<std::string> fuse_options;
   // usrbio limits (docs/limits.md; fusefs/usrbio_limits.h applies them).

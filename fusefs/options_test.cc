@@ -74,6 +74,8 @@ TEST(OptionsTest, AllFlags) {
                         "3",
                         "--usrbio-max-spin-us",
                         "0",
+                        "--gpus",
+                        "0,0000:3b:00.0",
                         "-o",
                         "debug",
                         "/m"});
@@ -92,6 +94,7 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->max_threads, 4);
   EXPECT_EQ(options->usrbio_ring_workers, 3);
   EXPECT_EQ(options->usrbio_max_spin_us, 0);
+  EXPECT_EQ(options->gpus, "0,0000:3b:00.0");
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
 
@@ -151,6 +154,9 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--daemon-bytes", "99999999T", "/m"}, "--daemon-bytes"},
       {{"/m", "--user-rings"}, "--user-rings needs a value"},
       {{"--usrbio-max-spin-us", "1000001", "/m"}, "--usrbio-max-spin-us"},
+      {{"--gpus", "0,,1", "/m"}, "--gpus: GPU list \"0,,1\" has an empty"},
+      {{"--gpus", "gpu0", "/m"}, "\"gpu0\" is neither an index"},
+      {{"/m", "--gpus"}, "--gpus needs a value"},
   };
   for (const BadCase& c : kCases) {
     auto options = Parse(c.args);

@@ -155,6 +155,29 @@ bool GpuSubset::Contains(const GpuIdentity& gpu) const {
   return false;
 }
 
+bool GpuAllowList::Allows(std::string_view pci_bus_id) const {
+  if (all) return true;
+  const std::string pci = NormalizePciBusId(pci_bus_id);
+  for (const std::string& allowed : pci_bus_ids) {
+    if (!pci.empty() && allowed == pci) return true;
+  }
+  return false;
+}
+
+GpuAllowList ResolveGpuSubset(const GpuSubset& subset,
+                              const std::vector<GpuIdentity>& gpus) {
+  GpuAllowList list;
+  list.all = subset.all;
+  list.spec = subset.spec;
+  if (subset.all) return list;
+  for (const GpuIdentity& gpu : gpus) {
+    if (subset.Contains(gpu) && !gpu.pci_bus_id.empty()) {
+      list.pci_bus_ids.push_back(gpu.pci_bus_id);
+    }
+  }
+  return list;
+}
+
 std::string Describe(const GpuIdentity& gpu) {
   std::string out = "GPU " + (gpu.index >= 0 ? std::to_string(gpu.index) : "?");
   if (!gpu.pci_bus_id.empty()) out += " (" + gpu.pci_bus_id + ")";

@@ -67,6 +67,24 @@ int CheckSubsetNamesGpus(const GpuSubset& subset,
                          const std::vector<GpuIdentity>& gpus,
                          std::string_view what, std::string* message);
 
+// A subset resolved against the GPUs of a host: the PCI addresses it
+// selects. What a process keeps after start, so that a GPU's place in a
+// list is looked up once.
+struct GpuAllowList {
+  bool all = true;
+  std::vector<std::string> pci_bus_ids;  // normalized; when !all
+  std::string spec;                      // as given, for messages
+
+  // Allows: whether the GPU at `pci_bus_id` (any case or form that
+  // NormalizePciBusId accepts) is selected.
+  bool Allows(std::string_view pci_bus_id) const;
+};
+
+// ResolveGpuSubset: the allow list of `subset` over `gpus`. REQUIRES:
+// CheckSubsetNamesGpus passed, if entries must name GPUs.
+GpuAllowList ResolveGpuSubset(const GpuSubset& subset,
+                              const std::vector<GpuIdentity>& gpus);
+
 // Describe: "GPU 1 (0000:3b:00.0)" for messages.
 std::string Describe(const GpuIdentity& gpu);
 

@@ -101,5 +101,22 @@ TEST(GpuSubsetTest, EveryEntryMustNameAGpu) {
   EXPECT_NE(why.find("none found"), std::string::npos) << why;
 }
 
+TEST(GpuSubsetTest, ResolvedToPciAddresses) {
+  const std::vector<GpuIdentity> gpus = {kGpu0, kGpu1, kGpu2};
+  GpuAllowList list = ResolveGpuSubset(
+      Parse("2,GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeffff0000"), gpus);
+  EXPECT_FALSE(list.all);
+  EXPECT_EQ(list.pci_bus_ids,
+            (std::vector<std::string>{"0000:3b:00.0", "0001:c1:00.0"}));
+  EXPECT_TRUE(list.Allows("0000:3B:00.0"));
+  EXPECT_TRUE(list.Allows("3b:00.0"));
+  EXPECT_FALSE(list.Allows("0000:1b:00.0"));
+  EXPECT_FALSE(list.Allows("garbage"));
+  EXPECT_EQ(list.spec, "2,GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeffff0000");
+  list = ResolveGpuSubset(Parse("all"), gpus);
+  EXPECT_TRUE(list.Allows("0000:1b:00.0"));
+  EXPECT_TRUE(list.Allows("anything"));
+}
+
 }  // namespace
 }  // namespace fgds::gpu

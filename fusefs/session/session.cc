@@ -354,6 +354,7 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   GpuIovOptions options;
   options.device_dir = context_.device_dir;
+  options.gpus = context_.gpus;
   // The node is used for the peer: an unknown peer is nobody in particular.
   if (kmod::SocketPeerUser(sock_, &options.user) != 0) options.user = {};
   if (!context_.storage_dir.empty()) {

@@ -32,6 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "backend/backend.h"
+#include "common/gpu/gpu_subset.h"
 #include "common/mutex.h"
 #include "fusefs/session/cache_invalidator.h"
 #include "fusefs/session/io_stats.h"
@@ -70,6 +71,8 @@ struct SessionContext {
   // iov bounces), and where the module's nodes are.
   std::string storage_dir;
   std::string device_dir = "/dev";
+  // The GPUs whose memory GPU iovs may map (--gpus); all by default.
+  gpu::GpuAllowList gpus;
   SessionLimits limits;
   // Per-user and daemon-wide limits, shared by every session (null: none).
   std::shared_ptr<UserLimits> user_limits;
