@@ -1,5 +1,7 @@
 #include "fusefs/options.h"
 
+#include <string_view>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -159,7 +161,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       if (auto st = value(&v); !st.ok()) return st;
       gpu::GpuSubset subset;
       std::string why;
-      if (gpu::ParseGpuSubset(v, &subset, &why) != 0) {
+      if (gpu::ParseGpuSubset(std::string_view(v.data(), v.size()), &subset,
+                              &why) != 0) {
         return absl::InvalidArgumentError(absl::StrCat("--gpus: ", why));
       }
       options.gpus = std::string(v);
