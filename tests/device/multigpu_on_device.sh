@@ -6,7 +6,8 @@
 #   2. runs them (the multi-GPU parts skip, with the reason, on one GPU);
 #   3. runs tests/device/multigpu_bench.sh on the same build.
 # Knobs: FGDS_MGPU_SIZE (bench bytes per GPU, default here 2G),
-# FGDS_MGPU_SKIP_BENCH=1, FGDS_MGPU_MODES (default libfgds usrbio-gpu).
+# FGDS_MGPU_SKIP_BENCH=1, FGDS_MGPU_MODES (default libfgds usrbio-gpu),
+# FGDS_MGPU_TEST_TIMEOUT (seconds per test binary, 120).
 # Output: $OUT/mgpu-tests/*.json and *.log, $OUT/multigpu.json, the log.
 set -u -o pipefail
 OUT=${OUT:-/tmp/fgds-mgpu-out}
@@ -39,7 +40,7 @@ for t in tests/gpu/usrbio_gpu_multi_test common/gpu/gpu_select_test \
          tests/gpu/gpu_driver_test tests/gpu/usrbio_gpu_test; do
   name=$(basename "$t")
   [ -x "$BUILD/$t" ] || { echo "$name: not built"; continue; }
-  (cd "$DISK" && FGDS_GPU_TEST_DIR=$DISK TMPDIR=$DISK timeout 120 "$BUILD/$t" \
+  (cd "$DISK" && FGDS_GPU_TEST_DIR=$DISK TMPDIR=$DISK timeout "${FGDS_MGPU_TEST_TIMEOUT:-120}" "$BUILD/$t" \
     --gtest_output="json:$OUT/mgpu-tests/$name.json" >"$OUT/mgpu-tests/$name.log" 2>&1)
   echo "$name: exit $? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/mgpu-tests/$name.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \]|Failure|Skipped|SKIPPED \]|checked [0-9]' "$OUT/mgpu-tests/$name.log" | head -20
