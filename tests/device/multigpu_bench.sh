@@ -69,30 +69,37 @@ nvidia-smi --query-gpu=index,pci.bus_id,name --format=csv,noheader
 COMMON="--size $SIZE --bs $BS --threads $THREADS --qd $QD"
 
 # bench GPU TAG ARGS...: one fgds bench process on GPU $1, its JSON in
-# $R/$2-gpu$1.json, in the background (the caller waits).
+# $R/$2-gpu$1.json, in the background; waitall waits for those (a bare
+# `wait` would also wait for the log's tee, which never ends).
+PIDS=()
 bench() {
   local gpu=$1 tag=$2
   shift 2
   CUDA_VISIBLE_DEVICES=$gpu timeout 300 "$FGDS" bench "$@" \
     --json "$R/$tag-gpu$gpu.json" >"$R/$tag-gpu$gpu.log" 2>&1 &
+  PIDS+=($!)
+}
+waitall() {
+  [ ${#PIDS[@]} -gt 0 ] && wait "${PIDS[@]}"
+  PIDS=()
 }
 
 step "pinned H2D, each GPU alone"
 for i in $(seq 0 $((N - 1))); do
   bench "$i" h2d-solo --mount "$DISK" --backing "$DISK" --no-mount-check \
     $COMMON --cache warm --modes h2d
-  wait
+  waitall
 done
 step "pinned H2D, all GPUs at once"
 for i in $(seq 0 $((N - 1))); do
   bench "$i" h2d-all --mount "$DISK" --backing "$DISK" --no-mount-check \
     $COMMON --cache warm --modes h2d
 done
-wait
+waitall
 step "O_DIRECT reads of the disk alone (host memory)"
 bench 0 disk --mount "$DISK" --backing "$DISK" --no-mount-check $COMMON \
   --cache cold --modes native-direct
-wait
+waitall
 
 UMNT=$DISK/mnt
 UBACK=$DISK/backing
@@ -121,7 +128,7 @@ for mode in $MODES; do
           --no-mount-check $COMMON --cache "$cache" --modes "$mode"
       fi
     done
-    wait
+    waitall
     rm -rf "$DISK"/gpu* "$UBACK"/gpu*
   done
 done
