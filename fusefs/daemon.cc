@@ -204,18 +204,18 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // GPUs in PCI order (sysfs; no CUDA here). An entry that names no GPU fails
 // the mount: a typo must not leave a GPU out unnoticed.
 static absl::Status ResolveGpus(const std::string& spec,
+                                std::vector<gpu::GpuIdentity>* gpus,
                                 gpu::GpuAllowList* out) {
   gpu::GpuSubset subset;
   std::string why;
   if (gpu::ParseGpuSubset(spec, &subset, &why) != 0) {
     return absl::InvalidArgumentError("--gpus: " + why);
   }
-  const std::vector<gpu::GpuIdentity> gpus =
-      gpu::ListNvidiaGpus("/sys", "/proc");
-  if (gpu::CheckSubsetNamesGpus(subset, gpus, "--gpus", &why) != 0) {
+  *gpus = gpu::ListNvidiaGpus("/sys", "/proc");
+  if (gpu::CheckSubsetNamesGpus(subset, *gpus, "--gpus", &why) != 0) {
     return absl::InvalidArgumentError(why);
   }
-  *out = gpu::ResolveGpuSubset(subset, gpus);
+  *out = gpu::ResolveGpuSubset(subset, *gpus);
   if (!out->all) {
     LogInfo("GPU subset --gpus %s: the direct path maps memory of %s only",
             spec, absl::StrJoin(out->pci_bus_ids, ", "));
@@ -271,8 +271,10 @@ absl::Status ServeMount(const DaemonOptions& options,
     if (here == stop_at) raise(SIGSTOP);
   };
 
+  std::vector<gpu::GpuIdentity> host_gpus;
   gpu::GpuAllowList gpus;
-  if (absl::Status st = ResolveGpus(options.gpus, &gpus); !st.ok()) {
+  if (absl::Status st = ResolveGpus(options.gpus, &host_gpus, &gpus);
+      !st.ok()) {
     ready(st);
     return st;
   }
@@ -306,6 +308,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   // and fs: the engine's last completions (after the sessions end, while fs
   // drains it) still count here.
   session::IoStats usrbio_stats;
+  // Every GPU of the host gets its row in `fgds stat`, numbered as --gpus
+  // numbers them (PCI order), before any I/O.
+  for (const gpu::GpuIdentity& g : host_gpus)
+    usrbio_stats.GpuSlot(g.pci_bus_id);
   // usrbio sessions; started once the mount exists (they need its device).
   std::unique_ptr<session::SessionServer> sessions;
   auto fs = std::make_unique<Filesystem>(options, *std::move(backend));

@@ -72,6 +72,31 @@ int PciNumaNode(std::string_view sysfs_root, std::string_view bdf) {
   return static_cast<int>(node);
 }
 
+uint64_t PciApertureBytes(std::string_view sysfs_root, std::string_view bdf) {
+  const std::string pci = NormalizePciBusId(bdf);
+  if (pci.empty()) return 0;
+  FILE* f = std::fopen(
+      Join(sysfs_root, "/bus/pci/devices/" + pci + "/resource").c_str(), "re");
+  if (f == nullptr) return 0;
+  // One "start end flags" line per resource, in hex; unassigned ones are 0.
+  constexpr unsigned long long kMem = 0x200;        // IORESOURCE_MEM
+  constexpr unsigned long long kPrefetch = 0x2000;  // IORESOURCE_PREFETCH
+  unsigned long long start = 0, end = 0, flags = 0;
+  uint64_t best = 0;
+  char line[128];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "%llx %llx %llx", &start, &end, &flags) != 3) {
+      continue;
+    }
+    if ((flags & kMem) == 0 || (flags & kPrefetch) == 0 || end <= start) {
+      continue;
+    }
+    best = std::max<uint64_t>(best, end - start + 1);
+  }
+  std::fclose(f);
+  return best;
+}
+
 std::string NvidiaGpuUuid(std::string_view proc_root, std::string_view bdf) {
   const std::string pci = NormalizePciBusId(bdf);
   if (pci.empty()) return "";

@@ -12,6 +12,7 @@
 #define FGDS_COMMON_GPU_GPU_SYSFS_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ namespace fgds::gpu {
 // directory /sys/devices/system/node/node<N> does not exist under
 // `sysfs_root` (a node the kernel reports but cannot allocate from).
 int PciNumaNode(std::string_view sysfs_root, std::string_view bdf);
+
+// PciApertureBytes: the size of the device's largest prefetchable memory
+// BAR (a GPU's BAR1, the window the direct path maps GPU memory through),
+// from `sysfs_root`/bus/pci/devices/<bdf>/resource; 0 when unknown.
+uint64_t PciApertureBytes(std::string_view sysfs_root, std::string_view bdf);
 
 // NvidiaGpuUuid: "gpu-..." (lower case) from the driver's information
 // file for `bdf`, or "" when there is none (no driver, other vendor).

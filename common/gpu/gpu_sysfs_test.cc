@@ -68,6 +68,21 @@ TEST_F(GpuSysfsTest, NumaNodeOfAGpu) {
   EXPECT_EQ(PciNumaNode(sys_, "0000:3b:00.0"), -1);
 }
 
+TEST_F(GpuSysfsTest, ApertureIsTheLargestPrefetchableMemoryBar) {
+  // BAR0 16 MiB non-prefetchable, BAR2 256 GiB prefetchable 64-bit, BAR4
+  // 32 MiB prefetchable, an I/O port range, unassigned rows.
+  Write(sys_ + "/bus/pci/devices/0000:3b:00.0/resource",
+        "0x00000000d0000000 0x00000000d0ffffff 0x0000000000040200\n"
+        "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+        "0x0000200000000000 0x0000203fffffffff 0x000000000014220c\n"
+        "0x0000000000000000 0x0000000000000000 0x0000000000000000\n"
+        "0x0000204000000000 0x0000204001ffffff 0x000000000014220c\n"
+        "0x000000000000e000 0x000000000000e07f 0x0000000000040101\n");
+  EXPECT_EQ(PciApertureBytes(sys_, "0000:3b:00.0"), uint64_t{256} << 30);
+  EXPECT_EQ(PciApertureBytes(sys_, "0000:1b:00.0"), 0u);  // no resource file
+  EXPECT_EQ(PciApertureBytes(sys_, "junk"), 0u);
+}
+
 TEST_F(GpuSysfsTest, UuidFromTheDriversInformationFile) {
   EXPECT_EQ(NvidiaGpuUuid(proc_, "0000:3b:00.0"),
             "gpu-aaaaaaaa-bbbb-cccc-dddd-eeeeffff0000");

@@ -117,6 +117,8 @@ class Session {
                      fgds_msg_reply* reply, uint32_t* refused);
   int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id,
                   uint32_t* refused);
+  // IOV_GPU_STAGING: tags a host iov with its GPU, for IoStats.
+  int TagGpuStaging(const fgds_msg_iov_gpu_staging& msg);
   int RegisterFile(int fd, uint32_t* id, uint32_t* refused);
   // Answers a session refused at construction (FGDS_MSG_ERROR) and drops
   // whatever the client sent, without waiting for it.

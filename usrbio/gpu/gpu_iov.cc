@@ -125,6 +125,32 @@ int OfferDmaBuf(fgds_session* session, GpuIov* g) {
   return 0;
 }
 
+// TagStaging tells the daemon which GPU `g`'s staging iov serves, so that
+// `fgds stat` counts its bytes for that GPU, where the daemon understands
+// the message (its HELLO reply's features say so: the features are asked
+// again here because fgds_session has no field for them). Accounting only:
+// 0 whatever the daemon answers, -errno only when the session itself
+// failed (-ENOTCONN, -EPIPE, -EPROTO).
+int TagStaging(fgds_session* session, GpuIov* g) {
+  const direct::DeviceDescription device = g->ops->Describe();
+  fgds_msg_iov_gpu_staging msg = {};
+  if (device.pci_bus_id.empty() ||
+      device.pci_bus_id.size() >= sizeof(msg.pci_bus_id)) {
+    return 0;
+  }
+  fgds_msg_hello hello = {};
+  fgds_msg_reply reply = {};
+  int ret = ExchangeReply(session, FGDS_MSG_HELLO, &hello, sizeof(hello),
+                          nullptr, 0, &reply);
+  if (ret == 0 && (reply.path & FGDS_FEATURE_IOV_GPU_STAGING) != 0) {
+    msg.iov_id = g->staging.id;
+    memcpy(msg.pci_bus_id, device.pci_bus_id.data(), device.pci_bus_id.size());
+    ret = ExchangeReply(session, FGDS_MSG_IOV_GPU_STAGING, &msg, sizeof(msg),
+                        nullptr, 0, &reply);
+  }
+  return ret == -ENOTCONN || ret == -EPIPE || ret == -EPROTO ? ret : 0;
+}
+
 int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
          const fgds_iov_gpu_params& params,
          std::unique_ptr<direct::DeviceOps> owned, direct::DeviceOps* ops,
@@ -193,6 +219,7 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
       ret = ops->CreateEvent(&g->slots[i].event);
       if (ret != 0) g->slots[i].event = 0;
     }
+    if (ret == 0) ret = TagStaging(session, g);
     if (ret == 0) ret = OfferDmaBuf(session, g);
   }
   if (ret != 0) {
