@@ -71,7 +71,7 @@ int FindPointerHome(const CudaApi& api, CUdeviceptr ptr, PointerHome* home,
       if (api.cuDeviceGet(&device, i) != kCudaSuccess ||
           api.cuDevicePrimaryCtxGetState(device, &flags, &active) !=
               kCudaSuccess ||
-          active == 0 || primary == current ||
+          active == 0 ||
           api.cuDevicePrimaryCtxRetain(&primary, device) != kCudaSuccess) {
         continue;
       }
