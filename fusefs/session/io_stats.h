@@ -71,6 +71,9 @@ class IoStats {
   // NormalizePciBusId takes), made on first use with its NUMA node and BAR1
   // size from `sysfs_root`; -1 when the text is no PCI address or all
   // kMaxGpus slots are taken. Registration-time only (takes a lock).
+  // The daemon makes the host's GPUs' slots at start, so that a client
+  // naming PCI addresses of its choosing can take only the spare slots:
+  // it can clutter the table, never take a real GPU's row.
   int GpuSlot(std::string_view pci_bus_id,
               std::string_view sysfs_root = "/sys");
   // NoteGpuIov: a GPU iov offer for slot `gpu` ended on `path`
