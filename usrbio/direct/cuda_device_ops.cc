@@ -163,6 +163,17 @@ class CudaDeviceOps final : public DeviceOps {
     cuda::DevicePointerInfo pointer;
     if (int error = cuda::QueryDevicePointer(api_, address, &pointer, message);
         error != 0) {
+      // Memory of another GPU may not answer every question through this
+      // context (its allocation range): say which GPU it is on, so the
+      // caller hears "wrong GPU" (-EXDEV), not "not device memory".
+      int ordinal = -1;
+      if (api_.cuPointerGetAttribute(&ordinal,
+                                     cuda::kPointerAttributeDeviceOrdinal,
+                                     address) == kCudaSuccess &&
+          ordinal >= 0 && ordinal != device_) {
+        info->device_ordinal = ordinal;
+        return -EXDEV;
+      }
       return error;
     }
     info->base = pointer.alloc_base;

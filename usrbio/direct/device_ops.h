@@ -78,7 +78,9 @@ class DeviceOps {
   virtual int WaitEvent(uintptr_t event) = 0;
 
   // Resolve fills `info` for a device address (-EFAULT and a message when
-  // it is not device memory). Callable from any thread, bound or not.
+  // it is not device memory; -EXDEV with only info->device_ordinal set when
+  // it is memory of another device that this one cannot describe).
+  // Callable from any thread, bound or not.
   virtual int Resolve(uint64_t address, AllocationInfo* info,
                       std::string* message) = 0;
   // BufferId: the buffer id of the allocation holding `address` now, or

@@ -122,6 +122,7 @@ int Driver::RegisterBuffer(uint64_t address, uint64_t size, uint32_t flags,
   }
   AllocationInfo info;
   if (int error = ops_->Resolve(address, &info, message); error != 0) {
+    if (error == -EXDEV) OnDevice(info, device_, message);
     return error;
   }
   if (int error = OnDevice(info, device_, message); error != 0) return error;
@@ -188,6 +189,7 @@ int Driver::Submit(Op op, int fd, uint64_t devptr, uint64_t size,
     } else {
       AllocationInfo info;
       if (int error = ops_->Resolve(address, &info, message); error != 0) {
+        if (error == -EXDEV) OnDevice(info, device_, message);
         return error;
       }
       if (int error = OnDevice(info, device_, message); error != 0) {
