@@ -14,15 +14,19 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backend/backend_factory.h"
 #include "common/errno_status.h"
+#include "common/gpu/gpu_subset.h"
+#include "common/gpu/gpu_sysfs.h"
 #include "common/log.h"
 #include "fusefs/abort_on_death.h"
 #include "fusefs/fd_limit.h"
@@ -236,7 +240,31 @@ absl::Status PrepareMount(DaemonOptions& options) {
 // Starts the usrbio session server (fusefs/session/) for the mount at
 // `mountpoint`; without it the mount still serves POSIX, and clients get
 // ENOTSUP from fgds_session_open.
+// ResolveGpus: the daemon's GPU subset (--gpus) over this host's NVIDIA
+// GPUs in PCI order (sysfs; no CUDA here). An entry that names no GPU fails
+// the mount: a typo must not leave a GPU out unnoticed.
+static absl::Status ResolveGpus(const std::string& spec,
+                                std::vector<gpu::GpuIdentity>* gpus,
+                                gpu::GpuAllowList* out) {
+  gpu::GpuSubset subset;
+  std::string why;
+  if (gpu::ParseGpuSubset(spec, &subset, &why) != 0) {
+    return absl::InvalidArgumentError("--gpus: " + why);
+  }
+  *gpus = gpu::ListNvidiaGpus("/sys", "/proc");
+  if (gpu::CheckSubsetNamesGpus(subset, *gpus, "--gpus", &why) != 0) {
+    return absl::InvalidArgumentError(why);
+  }
+  *out = gpu::ResolveGpuSubset(subset, *gpus);
+  if (!out->all) {
+    LogInfo("GPU subset --gpus %s: the direct path maps memory of %s only",
+            spec, absl::StrJoin(out->pci_bus_ids, ", "));
+  }
+  return absl::OkStatus();
+}
+
 static void StartSessions(const DaemonOptions& options,
+                          const gpu::GpuAllowList& gpus,
                           backend::Backend* backend,
                           session::CacheInvalidator* invalidator,
                           session::IoStats* io_stats,
@@ -260,6 +288,7 @@ static void StartSessions(const DaemonOptions& options,
   if (backend->ReachesDeviceMemory()) {
     session_options.context.storage_dir = options.data_dir;
   }
+  session_options.context.gpus = gpus;
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());
   session_options.context.user_limits =
@@ -315,6 +344,13 @@ absl::Status ServeMount(const DaemonOptions& options,
     if (here == stop_at) raise(SIGSTOP);
   };
 
+  std::vector<gpu::GpuIdentity> host_gpus;
+  gpu::GpuAllowList gpus;
+  if (absl::Status st = ResolveGpus(options.gpus, &host_gpus, &gpus);
+      !st.ok()) {
+    ready(st);
+    return st;
+  }
   point(kBeforeBackend);
 
   backend::BackendConfig backend_config;
@@ -345,6 +381,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   // and fs: the engine's last completions (after the sessions end, while fs
   // drains it) still count here.
   session::IoStats usrbio_stats;
+  // Every GPU of the host gets its row in `fgds stat`, numbered as --gpus
+  // numbers them (PCI order), before any I/O.
+  for (const gpu::GpuIdentity& g : host_gpus)
+    usrbio_stats.GpuSlot(g.pci_bus_id);
   // usrbio sessions; started once the mount exists (they need its device).
   std::unique_ptr<session::SessionServer> sessions;
   auto fs = std::make_unique<Filesystem>(options, *std::move(backend));
@@ -462,8 +502,8 @@ absl::Status ServeMount(const DaemonOptions& options,
         [fs_ptr](uint64_t node) {
           return fs_ptr->passthrough_files.HasPassthroughFiles(node);
         });
-    StartSessions(options, fs->backend.get(), invalidator.get(), &usrbio_stats,
-                  &sessions);
+    StartSessions(options, gpus, fs->backend.get(), invalidator.get(),
+                  &usrbio_stats, &sessions);
   }
   // From here until the loop ends, other clients' changes reach the
   // kernel's caches of this mount (a ceph backend's capability revocations).

@@ -1,11 +1,13 @@
 #include "fusefs/options.h"
 
 #include <optional>
+#include <string_view>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/gpu/gpu_subset.h"
 
 namespace fgds::fusefs {
 
@@ -52,6 +54,9 @@ const char* MountUsage() {
          "  --usrbio-inline-reads 0|1  ring workers copy cached reads "
          "themselves (default 1; 0: every entry goes to the io_uring "
          "workers)\n"
+         "  --gpus LIST           GPUs whose memory the direct path maps: "
+         "indexes in PCI order, PCI addresses or GPU UUIDs, comma-separated "
+         "(default all; GPU iovs of others bounce)\n"
          "  -o OPT[,OPT...]       extra libfuse options\n"
          "usrbio limits (docs/limits.md); 0 or absent: sized from the "
          "machine; SIZE takes K, M, G, T:\n"
@@ -190,6 +195,15 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
                            : arg == "--ceph-fs" ? &options.ceph_fs
                                                 : &options.ceph_root;
       *field = std::string(v);
+    } else if (arg == "--gpus") {
+      if (auto st = value(&v); !st.ok()) return st;
+      gpu::GpuSubset subset;
+      std::string why;
+      if (gpu::ParseGpuSubset(std::string_view(v.data(), v.size()), &subset,
+                              &why) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--gpus: ", why));
+      }
+      options.gpus = std::string(v);
     } else if (arg == "--data") {
       if (auto st = value(&v); !st.ok()) return st;
       options.data_dir = std::string(v);

@@ -76,6 +76,10 @@ struct DaemonOptions {
   // Ring workers copy cached reads themselves (ring.h); false: every entry
   // goes to the io_uring workers.
   bool usrbio_inline_reads = true;
+  // The GPUs whose memory the daemon maps for the direct path (GPU
+  // subset: common/gpu/gpu_subset.h, indexes in PCI order): "" = all. GPU
+  // iovs of other GPUs bounce (FGDS_IOV_GPU_REASON_EXCLUDED).
+  std::string gpus;
   // Extra -o options handed to libfuse (comma-separated, may repeat).
   std::vector<std::string> fuse_options;
   // usrbio limits (docs/limits.md; fusefs/usrbio_limits.h applies them).

@@ -80,6 +80,12 @@ int CheckGpuIovValues(const fgds_msg_gpu_iov_register& msg,
 
 GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                         const GpuIovOptions& options) {
+  if (!options.gpus.Allows(msg.pci_bus_id)) {
+    return Bounce(FGDS_IOV_GPU_REASON_EXCLUDED,
+                  std::string("GPU ") + msg.pci_bus_id +
+                      " is not in the daemon's GPU subset (--gpus " +
+                      options.gpus.spec + ")");
+  }
   // FgdsDeviceNode names it under /dev; keep the name, take the directory.
   std::string node_path = kmod::FgdsDeviceNode(msg.pci_bus_id);
   node_path = options.device_dir + node_path.substr(node_path.rfind('/'));

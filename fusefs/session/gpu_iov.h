@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "common/gpu/gpu_subset.h"
 #include "common/kmod/node_access.h"
 #include "fgds/usrbio.h"
 #include "fgds/usrbio_wire.h"
@@ -47,6 +48,8 @@ struct GpuIovOptions {
   // runs as root; it opens the node only for a user the node's mode lets
   // open it (the udev rule's group fgds), as that user could open it.
   kmod::NodeUser user;
+  // The daemon's GPU subset (--gpus): memory of other GPUs is not mapped.
+  gpu::GpuAllowList gpus;
 };
 
 // What MapGpuIov decided.
@@ -60,11 +63,12 @@ struct GpuIovMapping {
 };
 
 // MapGpuIov tries the direct path for a request CheckGpuIovValues passed:
-// checks that options.user may use the GPU's node (else BOUNCE with
-// MODULE_ERROR, as that user's own open would fail), opens it, registers the
-// pages of `dmabuf_fd` (not taken over: the registration holds its own
-// reference) that cover the range, for storage_fd's device, and maps them.
-// Never fails: whatever is missing makes it BOUNCE with a reason.
+// checks that the GPU is in options.gpus (else BOUNCE with EXCLUDED), that
+// options.user may use the GPU's node (else BOUNCE with MODULE_ERROR, as that
+// user's own open would fail), opens it, registers the pages of `dmabuf_fd`
+// (not taken over: the registration holds its own reference) that cover the
+// range, for storage_fd's device, and maps them. Never fails: whatever is
+// missing makes it BOUNCE with a reason.
 GpuIovMapping MapGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                         const GpuIovOptions& options);
 

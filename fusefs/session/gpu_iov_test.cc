@@ -103,6 +103,31 @@ TEST_F(MapGpuIovTest, NoNodeMeansNoModule) {
   EXPECT_NE(m.message.find("not loaded"), std::string::npos) << m.message;
 }
 
+// --gpus leaves the GPU out: the daemon maps nothing of it (not even
+// opening its node, which here would be an error) and says why; a subset
+// holding it lets the request through to the node.
+TEST_F(MapGpuIovTest, GpusOutsideTheDaemonsSubsetBounce) {
+  int node = open((dir_ + "/fgds_0000_3b_00_0").c_str(),
+                  O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(node, 0);
+  close(node);
+  GpuIovOptions options;
+  options.device_dir = dir_;
+  options.user.uid = 0;
+  options.gpus.all = false;
+  options.gpus.pci_bus_ids = {"0000:1b:00.0"};
+  options.gpus.spec = "0";
+  GpuIovMapping m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
+  EXPECT_EQ(m.path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_EXCLUDED);
+  EXPECT_EQ(m.memory, nullptr);
+  EXPECT_EQ(m.message,
+            "GPU 0000:3B:00.0 is not in the daemon's GPU subset (--gpus 0)");
+  options.gpus.pci_bus_ids.push_back("0000:3b:00.0");
+  m = MapGpuIov(ValidGpuIovRegister(), fd_, options);
+  EXPECT_EQ(m.reason, FGDS_IOV_GPU_REASON_MODULE_ERROR) << m.message;
+}
+
 TEST_F(MapGpuIovTest, NodeThatIsNotTheModuleIsAnError) {
   // A regular file where the node should be: opens, but answers no QUERY.
   int node = open((dir_ + "/fgds_0000_3b_00_0").c_str(),

@@ -1,6 +1,9 @@
 #include "fusefs/session/io_stats.h"
 
 #include "absl/strings/str_format.h"
+#include "common/gpu/gpu_subset.h"
+#include "common/gpu/gpu_sysfs.h"
+#include "fgds/usrbio.h"
 
 namespace fgds::session {
 
@@ -25,7 +28,79 @@ const char* FileSideName(IoStats::FileSide side) {
   return side == IoStats::FileSide::kPageCache ? "page-cache" : "o-direct";
 }
 
+const char* ReasonName(uint32_t reason) {
+  switch (reason) {
+    case FGDS_IOV_GPU_REASON_NONE:
+      return "none";
+    case FGDS_IOV_GPU_REASON_NO_DMABUF:
+      return "no-dmabuf";
+    case FGDS_IOV_GPU_REASON_REFUSED:
+      return "refused";
+    case FGDS_IOV_GPU_REASON_NO_MODULE:
+      return "no-module";
+    case FGDS_IOV_GPU_REASON_MODULE_ERROR:
+      return "module-error";
+    case FGDS_IOV_GPU_REASON_NO_P2P:
+      return "no-p2p";
+    case FGDS_IOV_GPU_REASON_MAP_FAILED:
+      return "map-failed";
+    case FGDS_IOV_GPU_REASON_EXCLUDED:
+      return "excluded";
+    default:
+      return "?";
+  }
+}
+
 }  // namespace
+
+int IoStats::GpuIndex(Kind kind) {
+  if (kind.gpu < 0 || kind.gpu >= kMaxGpus || kind.op == Op::kSync ||
+      kind.memory == Memory::kHost) {
+    return -1;
+  }
+  return (kind.gpu * 2 + (kind.op == Op::kWrite ? 1 : 0)) * 2 +
+         (kind.memory == Memory::kGpuDirect ? 1 : 0);
+}
+
+int IoStats::GpuSlot(std::string_view pci_bus_id, std::string_view sysfs_root) {
+  const std::string pci = gpu::NormalizePciBusId(pci_bus_id);
+  if (pci.empty()) return -1;
+  MutexLock lock(&gpus_mu_);
+  const int used = gpus_used_.load(std::memory_order_relaxed);
+  for (int i = 0; i < used; ++i) {
+    if (gpus_[i].pci_bus_id == pci) return i;
+  }
+  if (used == kMaxGpus) return -1;
+  GpuInfo& info = gpus_[used];
+  info.pci_bus_id = pci;
+  info.numa_node = gpu::PciNumaNode(sysfs_root, pci);
+  info.bar_bytes = gpu::PciApertureBytes(sysfs_root, pci);
+  // Readers (Render) look at slots below gpus_used_ only: publish after
+  // the fields above are written.
+  gpus_used_.store(used + 1, std::memory_order_release);
+  return used;
+}
+
+void IoStats::NoteGpuIov(int gpu, uint32_t path, uint32_t reason) {
+  if (gpu < 0 || gpu >= gpus_used_.load(std::memory_order_acquire)) return;
+  GpuInfo& info = gpus_[gpu];
+  (path == FGDS_PATH_DIRECT ? info.iovs_direct : info.iovs_bounce)
+      .fetch_add(1, std::memory_order_relaxed);
+  info.last_reason.store(reason, std::memory_order_relaxed);
+}
+
+IoStats::Totals IoStats::GetGpu(int gpu, Op op, Memory memory) const {
+  Totals t;
+  const int index = GpuIndex({op, memory, FileSide::kPageCache, gpu});
+  if (index < 0) return t;
+  for (const Shard& shard : shards_) {
+    const Counters& c = shard.gpu_counters[index];
+    t.entries += c.entries.load(std::memory_order_relaxed);
+    t.bytes += c.bytes.load(std::memory_order_relaxed);
+    t.errors += c.errors.load(std::memory_order_relaxed);
+  }
+  return t;
+}
 
 size_t IoStats::Index(Kind kind) {
   return (static_cast<size_t>(kind.op) * static_cast<size_t>(Memory::kCount) +
@@ -42,13 +117,18 @@ IoStats::Shard& IoStats::Mine() {
 }
 
 void IoStats::Record(Kind kind, int64_t result) {
-  Counters& c = Mine().counters[Index(kind)];
-  c.entries.fetch_add(1, std::memory_order_relaxed);
-  if (result < 0) {
-    c.errors.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    c.bytes.fetch_add(static_cast<uint64_t>(result), std::memory_order_relaxed);
-  }
+  Shard& shard = Mine();
+  auto add = [result](Counters& c) {
+    c.entries.fetch_add(1, std::memory_order_relaxed);
+    if (result < 0) {
+      c.errors.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      c.bytes.fetch_add(static_cast<uint64_t>(result),
+                        std::memory_order_relaxed);
+    }
+  };
+  add(shard.counters[Index(kind)]);
+  if (const int g = GpuIndex(kind); g >= 0) add(shard.gpu_counters[g]);
 }
 
 void IoStats::RecordRejected() {
@@ -99,6 +179,7 @@ std::string IoStats::Render() const {
   row("fsync", "-", "-", Get({Op::kSync, Memory::kHost, FileSide::kPageCache}));
   row("rejected", "-", "-", {rejected(), 0, rejected()});
   out += stages_.Render();
+  out += RenderGpus();
   return out;
 }
 

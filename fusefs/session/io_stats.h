@@ -12,6 +12,12 @@
 //               the tag is the client's word, and only picks the row);
 //   gpu-direct  a GPU iov the daemon mapped through the fgds module.
 //
+// Per GPU: GPU iov entries also count for the GPU they serve (a direct
+// iov's GPU, or the GPU a staging iov was tagged for, IOV_GPU_STAGING),
+// with what the daemon knows of that GPU: NUMA node, BAR1 size, and how its
+// GPU iovs' direct-path offers ended (the P2P path's availability as
+// registrations met it).
+//
 // Recording is lock-free and mostly uncontended: each recording thread
 // adds to one of kShards cache-line-aligned copies of the counters (relaxed
 // atomics), and reads sum the copies. Engine threads of every ring record
@@ -25,6 +31,9 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
+
+#include "common/mutex.h"
 
 #include "fusefs/session/ring_stage_stats.h"
 
@@ -42,6 +51,8 @@ class IoStats {
     Op op = Op::kRead;
     Memory memory = Memory::kHost;
     FileSide file_side = FileSide::kPageCache;
+    // GpuSlot of the GPU a GPU-memory entry serves; -1: none known.
+    int gpu = -1;
   };
 
   // One completed entry: `result` is bytes moved or -errno.
@@ -60,6 +71,22 @@ class IoStats {
   // Where the ring path's time goes (ring_stage_stats.h).
   RingStageStats& stages() { return stages_; }
   const RingStageStats& stages() const { return stages_; }
+  static constexpr int kMaxGpus = 16;
+  // GpuSlot: the slot of the GPU at `pci_bus_id` (any form
+  // NormalizePciBusId takes), made on first use with its NUMA node and BAR1
+  // size from `sysfs_root`; -1 when the text is no PCI address or all
+  // kMaxGpus slots are taken. Registration-time only (takes a lock).
+  // The daemon makes the host's GPUs' slots at start, so that a client
+  // naming PCI addresses of its choosing can take only the spare slots:
+  // it can clutter the table, never take a real GPU's row.
+  int GpuSlot(std::string_view pci_bus_id,
+              std::string_view sysfs_root = "/sys");
+  // NoteGpuIov: a GPU iov offer for slot `gpu` ended on `path`
+  // (FGDS_PATH_DIRECT or _BOUNCE) with `reason` (FGDS_IOV_GPU_REASON_*).
+  void NoteGpuIov(int gpu, uint32_t path, uint32_t reason);
+  // GetGpu: slot `gpu`'s totals for op (read or write) and memory
+  // (kGpuBounce or kGpuDirect), over both file sides.
+  Totals GetGpu(int gpu, Op op, Memory memory) const;
 
   // A table, one line per possible kind in a fixed order (so that scripts
   // can read it), then fsync and the rejected count, then the stages.
@@ -77,9 +104,28 @@ class IoStats {
   static constexpr size_t kShards = 16;
   struct alignas(64) Shard {
     std::array<Counters, kKinds> counters;
+    std::array<Counters, kMaxGpus * 2 * 2> gpu_counters;
     std::atomic<uint64_t> rejected{0};
   };
   static size_t Index(Kind kind);
+  // Index of (gpu, op, memory) in Shard::gpu_counters; -1: not counted
+  // per GPU (no slot, host memory, fsync).
+  static int GpuIndex(Kind kind);
+  std::string RenderGpus() const;
+
+  // What the daemon knows of one GPU. Written once under gpus_mu_ before
+  // gpus_used_ publishes it (release); the counters any time.
+  struct GpuInfo {
+    std::string pci_bus_id;
+    int numa_node = -1;
+    uint64_t bar_bytes = 0;
+    std::atomic<uint64_t> iovs_direct{0};
+    std::atomic<uint64_t> iovs_bounce{0};
+    std::atomic<uint32_t> last_reason{0};
+  };
+  Mutex gpus_mu_;
+  std::array<GpuInfo, kMaxGpus> gpus_;
+  std::atomic<int> gpus_used_{0};
   // The calling thread's shard (threads take them round robin).
   Shard& Mine();
 

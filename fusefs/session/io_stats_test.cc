@@ -1,11 +1,13 @@
 #include "fusefs/session/io_stats.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 
 namespace fgds::session {
@@ -92,6 +94,74 @@ TEST(IoStatsTest, RenderHasEveryRowInOrder) {
       "ring.wakeups",   "ring.take_ns",   "ring.submit_ns",     "ring.post_ns",
       "ring.notify_ns", "ring.engine_ns", "ring.engine_samples"};
   EXPECT_EQ(stage_names, want_stages);
+}
+
+// GPU iov entries count for their GPU too, and the GPU rows say what the
+// daemon knows of it: NUMA node and BAR1 from sysfs, how offers ended.
+TEST(IoStatsTest, PerGpuRows) {
+  char dir[] = "/tmp/io-stats-gpu-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string sys = dir;
+  const std::string dev = sys + "/bus/pci/devices/0000:3b:00.0";
+  ASSERT_EQ(system(("mkdir -p " + dev + " " + sys +
+                    "/devices/system/node/node1 && echo 1 > " + dev +
+                    "/numa_node && echo '0x2000000000 0x203fffffff 0x14220c' "
+                    "> " +
+                    dev + "/resource")
+                       .c_str()),
+            0);
+  IoStats stats;
+  EXPECT_EQ(stats.Render().find("gpu "), std::string::npos);  // no GPU yet
+  EXPECT_EQ(stats.GpuSlot("0000:1B:00.0", sys), 0);
+  EXPECT_EQ(stats.GpuSlot("3b:00.0", sys), 1);
+  EXPECT_EQ(stats.GpuSlot("0000:3b:00.0", sys), 1);  // the same GPU
+  EXPECT_EQ(stats.GpuSlot("not a gpu", sys), -1);
+  stats.NoteGpuIov(1, FGDS_PATH_BOUNCE, FGDS_IOV_GPU_REASON_NO_MODULE);
+  stats.NoteGpuIov(7, FGDS_PATH_BOUNCE, FGDS_IOV_GPU_REASON_NO_MODULE);
+  stats.Record({Op::kRead, Memory::kGpuBounce, Side::kODirect, 1}, 1 << 20);
+  stats.Record({Op::kRead, Memory::kGpuBounce, Side::kPageCache, 1}, 4096);
+  stats.Record({Op::kWrite, Memory::kGpuDirect, Side::kODirect, 0}, -EIO);
+  stats.Record({Op::kRead, Memory::kHost, Side::kODirect, 1}, 8192);   // host
+  stats.Record({Op::kRead, Memory::kGpuBounce, Side::kODirect}, 512);  // none
+  EXPECT_EQ(stats.GetGpu(1, Op::kRead, Memory::kGpuBounce).entries, 2u);
+  EXPECT_EQ(stats.GetGpu(1, Op::kRead, Memory::kGpuBounce).bytes,
+            (1u << 20) + 4096);
+  EXPECT_EQ(stats.GetGpu(0, Op::kWrite, Memory::kGpuDirect).errors, 1u);
+  EXPECT_EQ(stats.GetGpu(0, Op::kRead, Memory::kGpuBounce).entries, 0u);
+  // The global rows still count every entry.
+  EXPECT_EQ(stats.Get({Op::kRead, Memory::kGpuBounce, Side::kODirect}).bytes,
+            (1u << 20) + 512);
+  const std::string text = stats.Render();
+  std::istringstream lines(text.substr(text.find("\ngpu ") + 1));
+  std::vector<std::string> rows;
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string w, row;
+    while (words >> w) row += (row.empty() ? "" : " ") + w;
+    rows.push_back(row);
+  }
+  const std::vector<std::string> want = {
+      "gpu pci numa bar1-bytes direct bounce why-bounce op memory entries "
+      "bytes errors",
+      "0 0000:1b:00.0 -1 0 0 0 - read gpu-bounce 0 0 0",
+      "0 0000:1b:00.0 -1 0 0 0 - read gpu-direct 0 0 0",
+      "0 0000:1b:00.0 -1 0 0 0 - write gpu-bounce 0 0 0",
+      "0 0000:1b:00.0 -1 0 0 0 - write gpu-direct 1 0 1",
+      "1 0000:3b:00.0 1 1073741824 0 1 no-module read gpu-bounce 2 1052672 0",
+      "1 0000:3b:00.0 1 1073741824 0 1 no-module read gpu-direct 0 0 0",
+      "1 0000:3b:00.0 1 1073741824 0 1 no-module write gpu-bounce 0 0 0",
+      "1 0000:3b:00.0 1 1073741824 0 1 no-module write gpu-direct 0 0 0",
+  };
+  EXPECT_EQ(rows, want) << text;
+  for (int i = 2; i < IoStats::kMaxGpus; ++i) {
+    EXPECT_EQ(stats.GpuSlot("0000:c" + std::to_string(i % 10) + ":0" +
+                                std::to_string(i / 10) + ".0",
+                            sys),
+              i);
+  }
+  EXPECT_EQ(stats.GpuSlot("0000:ff:00.0", sys), -1);  // the table is full
+  EXPECT_EQ(system(("rm -rf " + sys).c_str()), 0);
 }
 
 // Engine threads record at once (run under TSan in CI).

@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -61,6 +62,15 @@ class SharedMemory : public backend::MemoryRegion {
   // be an I/O completing after the session ended.
   void AttachCharge(Charge charge) { charge_ = std::move(charge); }
 
+  // The GPU (IoStats::GpuSlot) this memory serves: a direct GPU iov's GPU,
+  // or the GPU a staging iov stages for (IOV_GPU_STAGING); -1: none. Only
+  // for counting per GPU; set by the session thread while ring workers
+  // may read it.
+  void SetGpuSlot(int slot) {
+    gpu_slot_.store(slot, std::memory_order_relaxed);
+  }
+  int gpu_slot() const { return gpu_slot_.load(std::memory_order_relaxed); }
+
  private:
   SharedMemory(char* base, uint64_t size, bool owned,
                std::shared_ptr<void> keeper = nullptr, dev_t storage_dev = 0)
@@ -73,6 +83,7 @@ class SharedMemory : public backend::MemoryRegion {
   Charge charge_;
   const bool owned_;  // base() is our mmap of a memfd: munmap it
   const std::shared_ptr<void> keeper_;  // owns base() when set
+  std::atomic<int> gpu_slot_{-1};
 };
 
 // A registered file: a backend handle of the file, released with the last

@@ -34,6 +34,9 @@ IoStats::Kind KindOf(const fgds_sqe& sqe, const CheckedIo& io) {
   } else if (sqe.tag == FGDS_SQE_TAG_GPU_STAGING) {
     kind.memory = IoStats::Memory::kGpuBounce;
   }
+  if (kind.memory != IoStats::Memory::kHost && io.iov != nullptr) {
+    kind.gpu = (*io.iov)->gpu_slot();
+  }
   return kind;
 }
 

@@ -217,7 +217,11 @@ void Session::Handle(const Request& request, int* fds, fgds_msg_reply* reply) {
       case FGDS_MSG_HELLO:
         hello_done_ = true;
         *id = FGDS_WIRE_VERSION;
+        reply->path = FGDS_FEATURE_IOV_GPU_STAGING;
         result = 0;
+        break;
+      case FGDS_MSG_IOV_GPU_STAGING:
+        result = TagGpuStaging(request.iov_gpu_staging);
         break;
       case FGDS_MSG_IOV_REGISTER:
         result = RegisterIov(request.iov_register, fds[0], id, &refused);
@@ -354,6 +358,7 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   GpuIovOptions options;
   options.device_dir = context_.device_dir;
+  options.gpus = context_.gpus;
   // The node is used for the peer: an unknown peer is nobody in particular.
   if (kmod::SocketPeerUser(sock_, &options.user) != 0) options.user = {};
   if (!context_.storage_dir.empty()) {
@@ -363,7 +368,15 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   GpuIovMapping mapping = MapGpuIov(msg, dmabuf_fd, options);
   if (options.storage_fd >= 0) close(options.storage_fd);
   close(dmabuf_fd);
+  // Per-GPU counting (fgds stat): which GPU, and how its offer ended.
+  const int gpu_slot = context_.io_stats != nullptr
+                           ? context_.io_stats->GpuSlot(msg.pci_bus_id)
+                           : -1;
+  if (context_.io_stats != nullptr) {
+    context_.io_stats->NoteGpuIov(gpu_slot, mapping.path, mapping.reason);
+  }
   if (mapping.path == FGDS_PATH_DIRECT) {
+    mapping.memory->SetGpuSlot(gpu_slot);
     mapping.memory->AttachCharge(std::move(charge));
     int64_t added = registry_->AddIov(std::move(mapping.memory));
     if (added < 0) {
@@ -383,6 +396,19 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   reply->path = mapping.path;
   reply->reason = mapping.reason;
+  return 0;
+}
+
+int Session::TagGpuStaging(const fgds_msg_iov_gpu_staging& msg) {
+  // wire_parse guarantees the NUL inside the field.
+  if (gpu::NormalizePciBusId(msg.pci_bus_id).empty()) return -EINVAL;
+  const int slot = context_.io_stats != nullptr
+                       ? context_.io_stats->GpuSlot(msg.pci_bus_id)
+                       : -1;
+  fgds::ReaderMutexLock lock(&registry_->mu());
+  const std::shared_ptr<SharedMemory>* iov = registry_->FindIov(msg.iov_id);
+  if (iov == nullptr || (*iov)->direct_only()) return -EINVAL;
+  (*iov)->SetGpuSlot(slot);
   return 0;
 }
 

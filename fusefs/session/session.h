@@ -32,6 +32,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "backend/backend.h"
+#include "common/gpu/gpu_subset.h"
 #include "common/mutex.h"
 #include "fusefs/session/cache_invalidator.h"
 #include "fusefs/session/io_stats.h"
@@ -70,6 +71,8 @@ struct SessionContext {
   // iov bounces), and where the module's nodes are.
   std::string storage_dir;
   std::string device_dir = "/dev";
+  // The GPUs whose memory GPU iovs may map (--gpus); all by default.
+  gpu::GpuAllowList gpus;
   SessionLimits limits;
   // Per-user and daemon-wide limits, shared by every session (null: none).
   std::shared_ptr<UserLimits> user_limits;
@@ -118,6 +121,8 @@ class Session {
                      fgds_msg_reply* reply, uint32_t* refused);
   int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id,
                   uint32_t* refused);
+  // IOV_GPU_STAGING: tags a host iov with its GPU, for IoStats.
+  int TagGpuStaging(const fgds_msg_iov_gpu_staging& msg);
   int RegisterFile(int fd, uint32_t* id, uint32_t* refused);
   // Answers a session refused at construction (FGDS_MSG_ERROR) and drops
   // whatever the client sent, without waiting for it.

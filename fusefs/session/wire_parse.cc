@@ -16,6 +16,8 @@ size_t PayloadSize(uint16_t type) {
       return sizeof(fgds_msg_iov_register);
     case FGDS_MSG_GPU_IOV_REGISTER:
       return sizeof(fgds_msg_gpu_iov_register);
+    case FGDS_MSG_IOV_GPU_STAGING:
+      return sizeof(fgds_msg_iov_gpu_staging);
     case FGDS_MSG_IOR_REGISTER:
       return sizeof(fgds_msg_ior_register);
     case FGDS_MSG_FD_REGISTER:
@@ -58,6 +60,10 @@ bool ReservedClear(const Request& r) {
              r.gpu_iov_register.reserved[1] == 0 &&
              TerminatedText(r.gpu_iov_register.pci_bus_id,
                             sizeof(r.gpu_iov_register.pci_bus_id));
+    case FGDS_MSG_IOV_GPU_STAGING:
+      return r.iov_gpu_staging.flags == 0 && r.iov_gpu_staging.reserved == 0 &&
+             TerminatedText(r.iov_gpu_staging.pci_bus_id,
+                            sizeof(r.iov_gpu_staging.pci_bus_id));
     case FGDS_MSG_IOR_REGISTER:
       return (r.ior_register.flags & ~FGDS_IOR_VALID_FLAGS) == 0 &&
              r.ior_register.reserved == 0;
@@ -73,6 +79,7 @@ bool ReservedClear(const Request& r) {
 int ExpectedFds(uint16_t type) {
   switch (type) {
     case FGDS_MSG_HELLO:
+    case FGDS_MSG_IOV_GPU_STAGING:
     case FGDS_MSG_IOV_UNREGISTER:
     case FGDS_MSG_IOR_UNREGISTER:
     case FGDS_MSG_FD_UNREGISTER:

@@ -20,6 +20,7 @@ struct Request {
     fgds_msg_hello hello;
     fgds_msg_iov_register iov_register;
     fgds_msg_gpu_iov_register gpu_iov_register;
+    fgds_msg_iov_gpu_staging iov_gpu_staging;
     fgds_msg_ior_register ior_register;
     fgds_msg_fd_register fd_register;
     fgds_msg_unregister unregister;

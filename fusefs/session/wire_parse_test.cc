@@ -113,6 +113,29 @@ TEST(WireParseTest, GpuIovRegisterParses) {
   EXPECT_EQ(Parse(Message(FGDS_MSG_GPU_IOV_REGISTER, full), 1), 0);
 }
 
+TEST(WireParseTest, IovGpuStagingParsesAndMalformedOnesAreRejected) {
+  const uint16_t type = FGDS_MSG_IOV_GPU_STAGING;
+  fgds_msg_iov_gpu_staging t = {};
+  t.iov_id = 3;
+  std::strcpy(t.pci_bus_id, "0000:3B:00.0");
+  Request r;
+  const auto m = Message(type, t);
+  ASSERT_EQ(ParseRequest(m.data(), m.size(), 0, &r), 0);
+  EXPECT_EQ(r.iov_gpu_staging.iov_id, 3u);
+  EXPECT_STREQ(r.iov_gpu_staging.pci_bus_id, "0000:3B:00.0");
+  EXPECT_EQ(Parse(Message(type, t), 1), -EPROTO) << "an fd";
+  auto bad = t;
+  bad.flags = 1;
+  EXPECT_EQ(Parse(Message(type, bad), 0), -EPROTO) << "flags";
+  bad = t;
+  bad.reserved = 1;
+  EXPECT_EQ(Parse(Message(type, bad), 0), -EPROTO) << "reserved";
+  bad = t;
+  memset(bad.pci_bus_id, 'f', sizeof(bad.pci_bus_id));
+  EXPECT_EQ(Parse(Message(type, bad), 0), -EPROTO) << "unterminated pci id";
+  EXPECT_EQ(Parse(Message(type, fgds_msg_unregister{}), 0), -EPROTO) << "short";
+}
+
 TEST(WireParseTest, MalformedGpuIovRegisterIsRejected) {
   const uint16_t type = FGDS_MSG_GPU_IOV_REGISTER;
   EXPECT_EQ(Parse(Message(type, ValidGpuIovRegister()), 0), -EPROTO)

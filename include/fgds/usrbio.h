@@ -187,8 +187,14 @@ struct fgds_iov_gpu_params {
  * The library creates the iov's staging memory (an ordinary usrbio memfd,
  * registered with the daemon and page-locked for the GPU with
  * cuMemHostRegister), a non-blocking CUDA stream and one event per staging
- * chunk, in the context current on the calling thread (or the primary
- * context of params->device with FGDS_IOV_GPU_PRIMARY_CTX). Where the
+ * chunk, on the device the buffer lives on (CUDA's pointer attributes
+ * say which, whatever context is current): in the context current on the
+ * calling thread when that is on the buffer's device, else in the
+ * buffer's own allocation context or that device's primary context (with
+ * FGDS_IOV_GPU_PRIMARY_CTX: the primary context of params->device, which
+ * must be the buffer's device, else -EXDEV). The staging memory is placed
+ * on the GPU's NUMA node where the host has NUMA. Buffers on several GPUs
+ * may be wrapped by one process and used at once. Where the
  * device supports it, it also exports the range as a dma-buf and offers it
  * to the daemon, which maps it for the direct path when it can
  * (fgds_iov_gpu_path); a refusal is not an error. Bounced entries complete
@@ -204,9 +210,11 @@ struct fgds_iov_gpu_params {
  * A GPU iov serves one ior at a time (another ior gets -EBUSY from
  * fgds_prep_io while the first has requests on it).
  *
- * Returns 0, or -ENODEV/-ENOTSUP (no usable CUDA driver or device),
- * -EINVAL (params, no current context, size 0 or past the allocation's
- * end), -EFAULT (dev_ptr is not device memory), -ENOMEM, or a registration
+ * Returns 0, or -ENODEV/-ENOTSUP (no usable CUDA driver or device; the
+ * buffer's GPU is not in FGDS_GPUS, docs/gpu.md), -EINVAL (params, size 0
+ * or past the allocation's end), -EXDEV (FGDS_IOV_GPU_PRIMARY_CTX with
+ * another device than the buffer's), -EFAULT (dev_ptr is not device
+ * memory), -ENOMEM, or a registration
  * error from the daemon. Release with fgds_iov_destroy. */
 int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
                       uint64_t dev_ptr, uint64_t size,
@@ -251,7 +259,10 @@ int fgds_iov_gpu_path(const struct fgds_iov* iov,
 /* The module could not register or map the dma-buf (driver refused a
  * peer-to-peer attachment, limits). */
 #define FGDS_IOV_GPU_REASON_MAP_FAILED 6u
-#define FGDS_IOV_GPU_REASON_MAX 6u
+/* The GPU is not in the daemon's GPU subset (fgds mount --gpus): the
+ * daemon maps no memory of it; its iovs bounce. */
+#define FGDS_IOV_GPU_REASON_EXCLUDED 7u
+#define FGDS_IOV_GPU_REASON_MAX 7u
 
 /* ---- ior -------------------------------------------------------------- */
 

@@ -41,9 +41,13 @@ enum fgds_msg_type {
   FGDS_MSG_FD_REGISTER = 6,      /* fd: a file opened through the mount */
   FGDS_MSG_FD_UNREGISTER = 7,    /* no fds */
   FGDS_MSG_GPU_IOV_REGISTER = 8, /* fd: a dma-buf of GPU memory */
+  FGDS_MSG_IOV_GPU_STAGING = 9,  /* no fds; only to daemons that offer it */
   FGDS_MSG_REPLY = 0x100,        /* daemon -> client */
   FGDS_MSG_ERROR = 0x101         /* daemon -> client, then the session closes */
 };
+
+/* HELLO reply features (fgds_msg_reply.path of the HELLO reply). */
+#define FGDS_FEATURE_IOV_GPU_STAGING 1u /* understands IOV_GPU_STAGING */
 
 struct fgds_msg_header {
   uint32_t magic;   /* FGDS_WIRE_MAGIC */
@@ -84,6 +88,20 @@ struct fgds_msg_gpu_iov_register {
   uint64_t reserved[2];
 };
 
+/* IOV_GPU_STAGING: the session's host iov `iov_id` is the staging memory
+ * of a GPU iov on the GPU at `pci_bus_id`: the daemon counts the bytes of
+ * its entries for that GPU (`fgds stat`'s per-GPU rows). Accounting only.
+ * -EINVAL for an iov the session does not have (or a GPU iov), or a
+ * pci_bus_id that is no PCI address. Sent only when the HELLO reply's
+ * features hold FGDS_FEATURE_IOV_GPU_STAGING: an older daemon takes an
+ * unknown message type for a malformed one and closes the session. */
+struct fgds_msg_iov_gpu_staging {
+  uint32_t iov_id;
+  uint32_t flags;      /* none defined: 0 */
+  char pci_bus_id[16]; /* as in fgds_msg_gpu_iov_register */
+  uint64_t reserved;
+};
+
 struct fgds_msg_ior_register {
   uint32_t entries; /* as passed to fgds_ring_get_layout */
   uint32_t flags;   /* FGDS_IOR_* (usrbio.h) */
@@ -112,8 +130,9 @@ struct fgds_msg_reply {
                      (HELLO); GPU_IOV_REGISTER: only when path is DIRECT */
   /* GPU_IOV_REGISTER with result 0: FGDS_PATH_DIRECT (the daemon mapped the
    * GPU memory; entries on `id` move data straight between storage and the
-   * GPU) or FGDS_PATH_BOUNCE (nothing registered; `reason` says why). 0 in
-   * every other reply. */
+   * GPU) or FGDS_PATH_BOUNCE (nothing registered; `reason` says why).
+   * HELLO: the daemon's FGDS_FEATURE_* bits (0 from daemons before them).
+   * 0 in every other reply. */
   uint32_t path;
   /* With result 0: FGDS_IOV_GPU_REASON_* (usrbio.h) for a GPU_IOV_REGISTER
    * on the BOUNCE path, else 0. With a negative result: the FGDS_LIMIT_*
@@ -126,6 +145,7 @@ FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_header) == 16, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_hello) == 16, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_iov_register) == 16, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_gpu_iov_register) == 64, "wire ABI");
+FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_iov_gpu_staging) == 32, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_ior_register) == 32, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_fd_register) == 8, "wire ABI");
 FGDS_STATIC_ASSERT(sizeof(struct fgds_msg_unregister) == 8, "wire ABI");

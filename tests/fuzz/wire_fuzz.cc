@@ -32,5 +32,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (g.pci_bus_id[i] != 0) abort();
     }
   }
+  if (h.type == FGDS_MSG_IOV_GPU_STAGING) {
+    const fgds_msg_iov_gpu_staging& t = request.iov_gpu_staging;
+    const size_t n = strnlen(t.pci_bus_id, sizeof(t.pci_bus_id));
+    if (n == sizeof(t.pci_bus_id) || t.flags != 0 || t.reserved != 0) abort();
+    for (size_t i = n; i < sizeof(t.pci_bus_id); ++i) {
+      if (t.pci_bus_id[i] != 0) abort();
+    }
+  }
   return 0;
 }

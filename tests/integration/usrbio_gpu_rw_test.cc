@@ -90,6 +90,16 @@ TEST_F(UsrbioGpuTest, ReadsLandInDeviceMemoryThroughBoundedStaging) {
   EXPECT_EQ(ReadUsrbioStats(mnt, "read", "host", "o-direct").entries, 0);
   EXPECT_EQ(ReadUsrbioStats(mnt, "read", "host", "page-cache").entries, 0);
   EXPECT_EQ(ReadUsrbioStats(mnt, "read", "gpu-direct", "o-direct").entries, 0);
+  // And per GPU: the fake device's PCI address, told to the daemon with
+  // the staging iov (IOV_GPU_STAGING), gets them all.
+  const UsrbioGpuStatsRow gpu =
+      ReadUsrbioGpuStats(mnt, "0000:00:00.0", "read", "gpu-bounce");
+  EXPECT_EQ(gpu.bytes, bytes);
+  EXPECT_EQ(gpu.entries, direct.entries + cached.entries);
+  EXPECT_EQ(gpu.errors, 0);
+  EXPECT_EQ(gpu.iovs_direct, 0);  // no dma-buf offered: no registration
+  EXPECT_EQ(
+      ReadUsrbioGpuStats(mnt, "0000:00:00.0", "read", "gpu-direct").entries, 0);
 }
 
 TEST_F(UsrbioGpuTest, SubRangeOfALargerAllocation) {

@@ -106,7 +106,13 @@ void AddPciChecks(const Inventory& inventory, std::vector<Check>* out) {
         "no PCI device with vendor 0x10de and class 0x03xxxx; in a VM or "
         "container, pass the GPU through"));
   }
-  for (const PciDevice& gpu : inventory.gpus) out->push_back(GpuCheck(gpu));
+  // The GPUs come in PCI address order (ScanInventory), the order in which
+  // `fgds mount --gpus` numbers them: say each one's number.
+  for (size_t i = 0; i < inventory.gpus.size(); ++i) {
+    Check check = GpuCheck(inventory.gpus[i]);
+    absl::StrAppend(&check.finding, ", --gpus index ", i);
+    out->push_back(std::move(check));
+  }
 
   bool have_pci_nvme = false;
   for (const NvmeController& ctrl : inventory.nvme) {

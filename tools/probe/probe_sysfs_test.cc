@@ -243,6 +243,13 @@ TEST(ProbeSysfsTest, ManyPairsFoldIntoOneLinePerGpu) {
   EXPECT_NE(Line(text, "[ ok ] p2p fgds_0000_82_00_0: ok: nvme0n1 "), "")
       << text;
   EXPECT_EQ(Line(text, "[ ok ] route 0000:03:00.0 <-> "), "") << text;
+  // Each GPU line ends with its number for `fgds mount --gpus`.
+  EXPECT_TRUE(absl::EndsWith(Line(text, "[ ok ] gpu 0000:03:00.0: "),
+                             ", NUMA 0, --gpus index 0"))
+      << text;
+  EXPECT_TRUE(absl::EndsWith(Line(text, "[ ok ] gpu 0000:82:00.0: "),
+                             ", NUMA 1, --gpus index 1"))
+      << text;
   EXPECT_EQ(report.verdict.kind, VerdictKind::kAvailable) << text;
 }
 

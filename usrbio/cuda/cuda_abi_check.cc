@@ -93,6 +93,7 @@ struct SameArity<R1 (*)(A1...), R2 (*)(A2...)> {
       #member " does not match " #symbol " in cuda.h");
 FGDS_SIGNATURE(cuInit, cuInit)
 FGDS_SIGNATURE(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)
+FGDS_SIGNATURE(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState)
 FGDS_SIGNATURE(cuDeviceGetAttribute, cuDeviceGetAttribute)
 FGDS_SIGNATURE(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId)
 FGDS_SIGNATURE(cuPointerGetAttribute, cuPointerGetAttribute)

@@ -25,6 +25,7 @@ namespace {
   X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")                \
   X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")      \
   X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2") \
+  X(cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState")  \
   X(cuCtxGetCurrent, "cuCtxGetCurrent")                        \
   X(cuCtxSetCurrent, "cuCtxSetCurrent")                        \
   X(cuCtxGetDevice, "cuCtxGetDevice")                          \

@@ -41,6 +41,10 @@ struct CudaApi {
 
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice device);
+  // Whether a device's primary context exists (`active`): finds the
+  // context of a buffer without creating one (cuda_memory.h, PointerHome).
+  CUresult (*cuDevicePrimaryCtxGetState)(CUdevice device, unsigned* flags,
+                                         int* active);
   CUresult (*cuCtxGetCurrent)(CUcontext* context);
   CUresult (*cuCtxSetCurrent)(CUcontext context);
   CUresult (*cuCtxGetDevice)(CUdevice* device);

@@ -20,7 +20,77 @@ std::string Hex(uint64_t value) {
   return text;
 }
 
+// AskHome asks the current context for the memory type, device and
+// context of `ptr`. The plural call answers zeros for an address it does
+// not know instead of failing; the context is asked on its own so that an
+// allocation without one (cuMemCreate) cannot fail the other two.
+CUresult AskHome(const CudaApi& api, CUdeviceptr ptr, unsigned* memory_type,
+                 PointerHome* home) {
+  *memory_type = 0;
+  int ordinal = -1;
+  int attributes[] = {kPointerAttributeMemoryType,
+                      kPointerAttributeDeviceOrdinal};
+  void* data[] = {memory_type, &ordinal};
+  const CUresult result = api.cuPointerGetAttributes(2, attributes, data, ptr);
+  if (result != kCudaSuccess) return result;
+  home->device_ordinal = ordinal;
+  CUcontext context = nullptr;
+  int context_attribute = kPointerAttributeContext;
+  void* context_data = &context;
+  if (api.cuPointerGetAttributes(1, &context_attribute, &context_data, ptr) !=
+      kCudaSuccess) {
+    context = nullptr;
+  }
+  home->context = context;
+  return kCudaSuccess;
+}
+
+bool IsDeviceMemory(unsigned memory_type) {
+  return memory_type == kMemoryTypeDevice || memory_type == kMemoryTypeUnified;
+}
+
 }  // namespace
+
+int FindPointerHome(const CudaApi& api, CUdeviceptr ptr, PointerHome* home,
+                    std::string* message) {
+  unsigned memory_type = 0;
+  CUresult result = AskHome(api, ptr, &memory_type, home);
+  if (result != kCudaSuccess || !IsDeviceMemory(memory_type)) {
+    // No context current (or one that cannot see the address): ask through
+    // the primary contexts that exist. The buffer was allocated in some
+    // context; with the runtime API that is its device's primary one.
+    CUcontext current = nullptr;
+    if (api.cuCtxGetCurrent(&current) != kCudaSuccess) current = nullptr;
+    int count = 0;
+    if (api.cuDeviceGetCount(&count) != kCudaSuccess) count = 0;
+    for (int i = 0; i < count && !IsDeviceMemory(memory_type); ++i) {
+      CUdevice device = 0;
+      unsigned flags = 0;
+      int active = 0;
+      CUcontext primary = nullptr;
+      if (api.cuDeviceGet(&device, i) != kCudaSuccess ||
+          api.cuDevicePrimaryCtxGetState(device, &flags, &active) !=
+              kCudaSuccess ||
+          active == 0 ||
+          api.cuDevicePrimaryCtxRetain(&primary, device) != kCudaSuccess) {
+        continue;
+      }
+      if (primary != current && api.cuCtxSetCurrent(primary) == kCudaSuccess) {
+        result = AskHome(api, ptr, &memory_type, home);
+        api.cuCtxSetCurrent(current);
+      }
+      api.cuDevicePrimaryCtxRelease(device);
+    }
+  }
+  if (!IsDeviceMemory(memory_type) || home->device_ordinal < 0) {
+    *message = Hex(ptr) +
+               (memory_type == kMemoryTypeHost
+                    ? " is host memory, not device memory"
+                    : " is not CUDA device memory (never allocated, or freed)");
+    return -EFAULT;
+  }
+  return 0;
+}
 
 int QueryDevicePointer(const CudaApi& api, CUdeviceptr ptr,
                        DevicePointerInfo* info, std::string* message) {

@@ -38,6 +38,23 @@ int QueryDevicePointer(const CudaApi& api, CUdeviceptr ptr,
 // longer inside any allocation. The cheap check before each device copy.
 int BufferIdOf(const CudaApi& api, CUdeviceptr ptr, uint64_t* buffer_id);
 
+// Where a device buffer lives: the device it is on and the context it was
+// allocated in (null for memory that belongs to no context, such as
+// cuMemCreate/cuMemMap allocations).
+struct PointerHome {
+  int device_ordinal = -1;
+  CUcontext context = nullptr;
+};
+
+// FindPointerHome fills `home` for `ptr` whatever context is current on the
+// calling thread, if any: with unified addressing any context can answer,
+// and where none is current it asks through each device's primary context
+// that already exists (cuDevicePrimaryCtxGetState), never creating one.
+// Leaves the calling thread's current context as it found it. Returns 0, or
+// -EFAULT with a message when `ptr` is not device memory.
+int FindPointerHome(const CudaApi& api, CUdeviceptr ptr, PointerHome* home,
+                    std::string* message);
+
 // What libfgds needs to know about a device.
 struct DeviceInfo {
   int ordinal = -1;

@@ -4,9 +4,11 @@
 
 #include <cerrno>
 
+#include "common/gpu/gpu_sysfs.h"
 #include "usrbio/cuda/cuda_api.h"
 #include "usrbio/cuda/cuda_error.h"
 #include "usrbio/cuda/cuda_memory.h"
+#include "usrbio/cuda/gpu_allowed.h"
 
 namespace fgds::direct {
 namespace {
@@ -51,7 +53,15 @@ class CudaDeviceOps final : public DeviceOps {
       : api_(api),
         context_(context),
         device_(device),
-        owns_primary_(owns_primary) {}
+        owns_primary_(owns_primary) {
+    cuda::DeviceInfo info;
+    std::string ignored;
+    if (cuda::QueryDevice(api_, device_, &info, &ignored) == 0) {
+      dmabuf_supported_ = info.dmabuf_supported;
+      pci_bus_id_ = info.pci_bus_id;
+      numa_node_ = gpu::PciNumaNode("/sys", pci_bus_id_);
+    }
+  }
 
   ~CudaDeviceOps() override {
     if (owns_primary_) api_.cuDevicePrimaryCtxRelease(device_);
@@ -68,6 +78,11 @@ class CudaDeviceOps final : public DeviceOps {
     void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) return -errno;
+    // On the GPU's NUMA node: the device's DMA reads staging across the
+    // socket otherwise, and page-cache copies into it cross it too. Best
+    // effort: without NUMA (or where seccomp forbids mbind, as container
+    // defaults do) the pages land where the kernel puts them.
+    gpu::PreferNumaNode(memory, bytes, numa_node_);
     // Huge pages mean fewer entries in the device's DMA mapping; best
     // effort, before registration faults the pages in.
     madvise(memory, bytes, MADV_HUGEPAGE);
@@ -148,11 +163,23 @@ class CudaDeviceOps final : public DeviceOps {
     cuda::DevicePointerInfo pointer;
     if (int error = cuda::QueryDevicePointer(api_, address, &pointer, message);
         error != 0) {
+      // Memory of another GPU may not answer every question through this
+      // context (its allocation range): say which GPU it is on, so the
+      // caller hears "wrong GPU" (-EXDEV), not "not device memory".
+      int ordinal = -1;
+      if (api_.cuPointerGetAttribute(&ordinal,
+                                     cuda::kPointerAttributeDeviceOrdinal,
+                                     address) == kCudaSuccess &&
+          ordinal >= 0 && ordinal != device_) {
+        info->device_ordinal = ordinal;
+        return -EXDEV;
+      }
       return error;
     }
     info->base = pointer.alloc_base;
     info->size = pointer.alloc_size;
     info->buffer_id = pointer.buffer_id;
+    info->device_ordinal = pointer.device_ordinal;
     return 0;
   }
   int BufferId(uint64_t address, uint64_t* buffer_id) override {
@@ -163,12 +190,9 @@ class CudaDeviceOps final : public DeviceOps {
   DeviceDescription Describe() override {
     DeviceDescription description;
     description.ordinal = device_;
-    cuda::DeviceInfo info;
-    std::string ignored;
-    if (cuda::QueryDevice(api_, device_, &info, &ignored) == 0) {
-      description.dmabuf_supported = info.dmabuf_supported;
-      description.pci_bus_id = info.pci_bus_id;
-    }
+    description.dmabuf_supported = dmabuf_supported_;
+    description.pci_bus_id = pci_bus_id_;
+    description.numa_node = numa_node_;
     return description;
   }
 
@@ -189,7 +213,23 @@ class CudaDeviceOps final : public DeviceOps {
   const CUcontext context_;
   const CUdevice device_;
   const bool owns_primary_;
+  // Set once by the constructor.
+  bool dmabuf_supported_ = false;
+  std::string pci_bus_id_;
+  int numa_node_ = -1;
 };
+
+// RetainPrimary retains `device`'s primary context into *context.
+int RetainPrimary(const CudaApi& api, CUdevice device, CUcontext* context,
+                  std::string* message) {
+  const CUresult result = api.cuDevicePrimaryCtxRetain(context, device);
+  if (result != kCudaSuccess) {
+    return cuda::CuFailure(
+        &api, result,
+        "cuDevicePrimaryCtxRetain(" + std::to_string(device) + ")", message);
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -209,9 +249,13 @@ int MakeCudaDeviceOps(bool primary_context, int device,
       return cuda::CuFailure(
           &api, result, "cuDeviceGet(" + std::to_string(device) + ")", message);
     }
-    result = api.cuDevicePrimaryCtxRetain(&context, cu_device);
-    if (result != kCudaSuccess) {
-      return cuda::CuFailure(&api, result, "cuDevicePrimaryCtxRetain", message);
+    if (int error = cuda::CheckGpuAllowed(api, cu_device, message);
+        error != 0) {
+      return error;
+    }
+    if (int error = RetainPrimary(api, cu_device, &context, message);
+        error != 0) {
+      return error;
     }
     *out = std::make_unique<CudaDeviceOps>(api, context, cu_device, true);
     return 0;
@@ -230,7 +274,69 @@ int MakeCudaDeviceOps(bool primary_context, int device,
   if (result != kCudaSuccess) {
     return cuda::CuFailure(&api, result, "cuCtxGetDevice", message);
   }
+  if (int error = cuda::CheckGpuAllowed(api, cu_device, message); error != 0) {
+    return error;
+  }
   *out = std::make_unique<CudaDeviceOps>(api, context, cu_device, false);
+  return 0;
+}
+
+int MakeCudaDeviceOpsForBuffer(uint64_t address, bool primary_context,
+                               int device, std::unique_ptr<DeviceOps>* out,
+                               std::string* message) {
+  const cuda::CudaLoad& load = cuda::Cuda();
+  if (load.api == nullptr) {
+    *message = load.message;
+    return load.error;
+  }
+  const CudaApi& api = *load.api;
+  cuda::PointerHome home;
+  if (int error = cuda::FindPointerHome(api, address, &home, message);
+      error != 0) {
+    return error;
+  }
+  CUdevice cu_device = 0;
+  CUresult result = api.cuDeviceGet(&cu_device, home.device_ordinal);
+  if (result != kCudaSuccess) {
+    return cuda::CuFailure(
+        &api, result,
+        "cuDeviceGet(" + std::to_string(home.device_ordinal) + ")", message);
+  }
+  if (primary_context && device != home.device_ordinal) {
+    *message = "the buffer lives on GPU " +
+               std::to_string(home.device_ordinal) + ", not on GPU " +
+               std::to_string(device) +
+               " (fgds_iov_gpu_params.device): pass the buffer's device";
+    return -EXDEV;
+  }
+  if (int error = cuda::CheckGpuAllowed(api, cu_device, message); error != 0) {
+    return error;
+  }
+  if (!primary_context) {
+    // The application's context, when it is on the buffer's device.
+    CUcontext current = nullptr;
+    CUdevice current_device = -1;
+    if (api.cuCtxGetCurrent(&current) == kCudaSuccess && current != nullptr &&
+        api.cuCtxGetDevice(&current_device) == kCudaSuccess &&
+        current_device == cu_device) {
+      *out = std::make_unique<CudaDeviceOps>(api, current, cu_device, false);
+      return 0;
+    }
+  }
+  CUcontext primary = nullptr;
+  if (int error = RetainPrimary(api, cu_device, &primary, message);
+      error != 0) {
+    return error;
+  }
+  if (!primary_context && home.context != nullptr && home.context != primary) {
+    // Allocated in a context of the application's own making: that one
+    // owns the memory's mappings. It lives at least as long as the memory,
+    // which outlives the iov (fgds_iov_destroy first).
+    api.cuDevicePrimaryCtxRelease(cu_device);
+    *out = std::make_unique<CudaDeviceOps>(api, home.context, cu_device, false);
+    return 0;
+  }
+  *out = std::make_unique<CudaDeviceOps>(api, primary, cu_device, true);
   return 0;
 }
 

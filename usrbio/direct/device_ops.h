@@ -21,7 +21,8 @@ namespace fgds::direct {
 struct AllocationInfo {
   uint64_t base = 0;
   uint64_t size = 0;
-  uint64_t buffer_id = 0;  // unique per allocation for the process
+  uint64_t buffer_id = 0;   // unique per allocation for the process
+  int device_ordinal = -1;  // the device it lives on; -1: unknown
 };
 
 // What fgds_driver_query reports about the device.
@@ -29,6 +30,9 @@ struct DeviceDescription {
   int ordinal = -1;
   bool dmabuf_supported = false;
   std::string pci_bus_id;
+  // The NUMA node the GPU hangs off (sysfs), where its staging goes; -1:
+  // no NUMA, or unknown.
+  int numa_node = -1;
 };
 
 // A dma-buf exported for a device range (ExportDmaBuf). The exported range
@@ -74,7 +78,9 @@ class DeviceOps {
   virtual int WaitEvent(uintptr_t event) = 0;
 
   // Resolve fills `info` for a device address (-EFAULT and a message when
-  // it is not device memory). Callable from any thread, bound or not.
+  // it is not device memory; -EXDEV with only info->device_ordinal set when
+  // it is memory of another device that this one cannot describe).
+  // Callable from any thread, bound or not.
   virtual int Resolve(uint64_t address, AllocationInfo* info,
                       std::string* message) = 0;
   // BufferId: the buffer id of the allocation holding `address` now, or

@@ -28,6 +28,27 @@ io::IoEngineOptions EngineOptions(const DriverConfig& config,
   return options;
 }
 
+// OnDevice: 0 when the allocation lives on the driver's device, else
+// -EXDEV. A driver's streams, staging and direct-path node are its
+// device's: a buffer on another GPU would be copied through this GPU's
+// stream across the interconnect, with staging on the wrong NUMA node and
+// its bytes counted here. One driver per GPU serves a process that drives
+// several (docs/gpu.md, "Several GPUs").
+int OnDevice(const AllocationInfo& info, const DeviceDescription& device,
+             std::string* message) {
+  if (info.device_ordinal < 0 || device.ordinal < 0 ||
+      info.device_ordinal == device.ordinal) {
+    return 0;
+  }
+  *message = "the buffer lives on GPU " + std::to_string(info.device_ordinal) +
+             ", this driver serves GPU " + std::to_string(device.ordinal) +
+             " (" + device.pci_bus_id +
+             "): open a driver for the buffer's GPU (fgds_driver_params: "
+             "FGDS_DRIVER_PRIMARY_CTX, device " +
+             std::to_string(info.device_ordinal) + ")";
+  return -EXDEV;
+}
+
 void CopyString(const std::string& from, char* to, size_t size) {
   const size_t n = std::min(from.size(), size - 1);
   std::memcpy(to, from.data(), n);
@@ -101,8 +122,10 @@ int Driver::RegisterBuffer(uint64_t address, uint64_t size, uint32_t flags,
   }
   AllocationInfo info;
   if (int error = ops_->Resolve(address, &info, message); error != 0) {
+    if (error == -EXDEV) OnDevice(info, device_, message);
     return error;
   }
+  if (int error = OnDevice(info, device_, message); error != 0) return error;
   if (size > info.base + info.size - address) {
     *message = "fgds_buf_register: the range runs " +
                std::to_string(size - (info.base + info.size - address)) +
@@ -166,6 +189,10 @@ int Driver::Submit(Op op, int fd, uint64_t devptr, uint64_t size,
     } else {
       AllocationInfo info;
       if (int error = ops_->Resolve(address, &info, message); error != 0) {
+        if (error == -EXDEV) OnDevice(info, device_, message);
+        return error;
+      }
+      if (int error = OnDevice(info, device_, message); error != 0) {
         return error;
       }
       if (size > info.base + info.size - address) {

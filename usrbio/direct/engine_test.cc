@@ -282,6 +282,30 @@ TEST_F(EngineTest, RegistrationRules) {
   EXPECT_EQ(driver_->DeregisterBuffer(dev), 0);
 }
 
+// A driver serves one GPU: a buffer on another is refused by name
+// (-EXDEV) at registration and at I/O, and nothing moves; its own GPU's
+// buffers keep working beside it.
+TEST_F(EngineTest, BuffersOnAnotherGpuAreRefused) {
+  const std::vector<uint8_t> bytes = RandomBytes(2 * kChunk, 18);
+  const int fd = WriteFile("f", bytes, O_RDWR);
+  const uint64_t other = ops_->AllocOn(2 * kChunk, 1);
+  const uint64_t own = ops_->Alloc(2 * kChunk);
+  std::string message;
+  EXPECT_EQ(driver_->RegisterBuffer(other, kChunk, 0, &message), -EXDEV);
+  EXPECT_NE(message.find("the buffer lives on GPU 1, this driver serves GPU 0"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("device 1"), std::string::npos) << message;
+  std::memset(Host(other), 0xee, 2 * kChunk);
+  EXPECT_EQ(Read(fd, other, 2 * kChunk, 0, 0), -EXDEV);
+  EXPECT_EQ(Write(fd, other, kChunk, 0, 0), -EXDEV);
+  for (uint64_t i = 0; i < 2 * kChunk; ++i) ASSERT_EQ(Host(other)[i], 0xee);
+  EXPECT_EQ(ReadFile("f"), bytes);
+  ASSERT_EQ(Read(fd, own, 2 * kChunk, 0, 0), static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(std::memcmp(Host(own), bytes.data(), bytes.size()), 0);
+  close(fd);
+}
+
 TEST_F(EngineTest, ConcurrentReadersAndWritersManyBuffers) {
   ops_->SetPendingQueries(2);  // drive the polling path too
   const uint64_t file_size = 16 * kChunk + 999;

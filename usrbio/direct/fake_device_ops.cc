@@ -11,9 +11,12 @@ namespace fgds::direct {
 
 FakeDeviceOps::~FakeDeviceOps() = default;
 
-uint64_t FakeDeviceOps::Alloc(size_t bytes) {
+uint64_t FakeDeviceOps::Alloc(size_t bytes) { return AllocOn(bytes, 0); }
+
+uint64_t FakeDeviceOps::AllocOn(size_t bytes, int ordinal) {
   std::lock_guard<std::mutex> lock(mu_);
   Block block;
+  block.device = ordinal;
   block.bytes = std::make_unique<uint8_t[]>(bytes);
   block.size = bytes;
   block.buffer_id = next_buffer_id_++;
@@ -134,6 +137,7 @@ int FakeDeviceOps::Resolve(uint64_t address, AllocationInfo* info,
       info->base = it->first;
       info->size = it->second.size;
       info->buffer_id = it->second.buffer_id;
+      info->device_ordinal = it->second.device;
       return 0;
     }
   }

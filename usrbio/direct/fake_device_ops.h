@@ -28,6 +28,10 @@ class FakeDeviceOps final : public DeviceOps {
   // releases it (later copies into it fail with -EFAULT, like a freed
   // cudaMalloc block).
   uint64_t Alloc(size_t bytes);
+  // AllocOn: the same, as if on device `ordinal` (Resolve reports it;
+  // Describe always says device 0), for tests of which device a buffer
+  // lives on.
+  uint64_t AllocOn(size_t bytes, int ordinal);
   void Free(uint64_t address);
 
   // The next `count` copies fail with `error` (a -errno).
@@ -77,6 +81,7 @@ class FakeDeviceOps final : public DeviceOps {
     std::unique_ptr<uint8_t[]> bytes;
     size_t size;
     uint64_t buffer_id;
+    int device = 0;
   };
   // Finds the block holding [address, address + bytes); null if none.
   Block* FindLocked(uint64_t address, size_t bytes);

@@ -125,6 +125,32 @@ int OfferDmaBuf(fgds_session* session, GpuIov* g) {
   return 0;
 }
 
+// TagStaging tells the daemon which GPU `g`'s staging iov serves, so that
+// `fgds stat` counts its bytes for that GPU, where the daemon understands
+// the message (its HELLO reply's features say so: the features are asked
+// again here because fgds_session has no field for them). Accounting only:
+// 0 whatever the daemon answers, -errno only when the session itself
+// failed (-ENOTCONN, -EPIPE, -EPROTO).
+int TagStaging(fgds_session* session, GpuIov* g) {
+  const direct::DeviceDescription device = g->ops->Describe();
+  fgds_msg_iov_gpu_staging msg = {};
+  if (device.pci_bus_id.empty() ||
+      device.pci_bus_id.size() >= sizeof(msg.pci_bus_id)) {
+    return 0;
+  }
+  fgds_msg_hello hello = {};
+  fgds_msg_reply reply = {};
+  int ret = ExchangeReply(session, FGDS_MSG_HELLO, &hello, sizeof(hello),
+                          nullptr, 0, &reply);
+  if (ret == 0 && (reply.path & FGDS_FEATURE_IOV_GPU_STAGING) != 0) {
+    msg.iov_id = g->staging.id;
+    memcpy(msg.pci_bus_id, device.pci_bus_id.data(), device.pci_bus_id.size());
+    ret = ExchangeReply(session, FGDS_MSG_IOV_GPU_STAGING, &msg, sizeof(msg),
+                        nullptr, 0, &reply);
+  }
+  return ret == -ENOTCONN || ret == -EPIPE || ret == -EPROTO ? ret : 0;
+}
+
 int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
          const fgds_iov_gpu_params& params,
          std::unique_ptr<direct::DeviceOps> owned, direct::DeviceOps* ops,
@@ -158,8 +184,16 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
   }
   fgds_iov_params ip = {};
   ip.size = staging;
-  ip.numa_node = -1;
+  // Staging on the GPU's NUMA node: the device's DMA and the daemon's
+  // page-cache copies then stay on the GPU's socket.
+  ip.numa_node = ops->Describe().numa_node;
   ret = fgds_iov_create(session, &g->staging, &ip);
+  if (ret != 0 && ip.numa_node >= 0) {
+    // mbind refused (a seccomp profile without CAP_SYS_NICE, say): the
+    // placement is a preference, the iov is not.
+    ip.numa_node = -1;
+    ret = fgds_iov_create(session, &g->staging, &ip);
+  }
   if (ret != 0) {
     g->staging.session = nullptr;
     Teardown(g);
@@ -185,6 +219,7 @@ int Wrap(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr, uint64_t size,
       ret = ops->CreateEvent(&g->slots[i].event);
       if (ret != 0) g->slots[i].event = 0;
     }
+    if (ret == 0) ret = TagStaging(session, g);
     if (ret == 0) ret = OfferDmaBuf(session, g);
   }
   if (ret != 0) {
@@ -286,8 +321,11 @@ extern "C" int fgds_iov_wrap_gpu(
   try {
     std::unique_ptr<fgds::direct::DeviceOps> ops;
     std::string message;
-    int ret = fgds::direct::MakeCudaDeviceOps(
-        (p.flags & FGDS_IOV_GPU_PRIMARY_CTX) != 0, p.device, &ops, &message);
+    // The buffer's device decides, not the thread's current context: a
+    // process driving several GPUs wraps buffers of each from any thread.
+    int ret = fgds::direct::MakeCudaDeviceOpsForBuffer(
+        dev_ptr, (p.flags & FGDS_IOV_GPU_PRIMARY_CTX) != 0, p.device, &ops,
+        &message);
     if (ret != 0) return ret;
     fgds::direct::DeviceOps* raw = ops.get();
     return fgds::usrbio::gpu::Wrap(session, iov, dev_ptr, size, p,
