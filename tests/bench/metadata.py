@@ -19,7 +19,9 @@ Usage (as root):
   tests/bench/metadata.py --fgds build/tools/fgds [--files N] [--repeat R]
       [--mount-arg=ARG ...]
       mounts a fresh daemon over a fresh backing directory under --dir
-      (default /var/tmp), and unmounts it at the end.
+      (default /var/tmp), and unmounts it at the end. --tmpfs puts the
+      backing directory on a private tmpfs: the daemon's and FUSE's cost
+      without the disk's (and its noise on a shared machine).
   tests/bench/metadata.py --mount MNT --backing DIR
       uses a mount that is already up; DIR is its backing directory.
 
@@ -178,6 +180,8 @@ def main():
                     help="extra `fgds mount` argument (repeatable)")
     ap.add_argument("--dir", default="/var/tmp",
                     help="where the fresh mount's directories go")
+    ap.add_argument("--tmpfs", action="store_true",
+                    help="back the fresh mount with a private tmpfs")
     ap.add_argument("--mount", help="an existing mount")
     ap.add_argument("--backing", help="the existing mount's backing dir")
     ap.add_argument("--files", type=int, default=100000)
@@ -198,6 +202,9 @@ def main():
     mnt, data = os.path.join(top, "mnt"), os.path.join(top, "data")
     os.mkdir(mnt)
     os.mkdir(data)
+    if args.tmpfs:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8g", "tmpfs",
+                        data], check=True)
     daemon = subprocess.Popen([args.fgds, "mount", "-f", "--data", data] +
                               args.mount_arg + [mnt])
     try:
@@ -206,7 +213,9 @@ def main():
             return 1
         rows = bench(mnt, data, args.files, args.repeat)
         print_table(rows, args.files, args.repeat)
-        print("mount args: %s" % (" ".join(args.mount_arg) or "(defaults)"))
+        print("mount args: %s; backing: %s" %
+              (" ".join(args.mount_arg) or "(defaults)",
+               "tmpfs" if args.tmpfs else "a directory in " + args.dir))
     finally:
         subprocess.run(["umount", mnt], check=False)
         try:
@@ -214,6 +223,8 @@ def main():
         except subprocess.TimeoutExpired:
             daemon.kill()
             daemon.wait()
+        if args.tmpfs:
+            subprocess.run(["umount", data], check=False)
         shutil.rmtree(top, ignore_errors=True)
     return 0
 
