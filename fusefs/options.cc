@@ -27,7 +27,7 @@ const char* MountUsage() {
          "  --no-keep-cache       drop cached pages on every open\n"
          "  --cache MODE          default: the backing store changes only "
          "through the mount (local backend: names and attributes cached for "
-         "60 s; others: 1 s); strict: something else changes it too, "
+         "10 minutes; others: 1 s); strict: something else changes it too, "
          "nothing is cached (docs/fgdsd.md)\n"
          "  --attr-timeout SEC    attribute cache time (default: by --cache)\n"
          "  --entry-timeout SEC   name cache time (default: by --cache)\n"
@@ -126,7 +126,7 @@ uint64_t* LimitField(absl::string_view flag, DaemonOptions* options) {
 // given on the command line.
 void ApplyCacheMode(bool attr_set, bool entry_set, bool negative_set,
                     DaemonOptions* options) {
-  double attr = 60, entry = 60, negative = 60;
+  double attr = 600, entry = 600, negative = 600;
   if (options->cache == CacheMode::kStrict) {
     attr = entry = negative = 0;
   } else if (options->backend != "local") {

@@ -17,9 +17,11 @@ namespace fgds::fusefs {
 enum class CacheMode {
   // The backing store changes only through this mount (and usrbio, which
   // tells the kernel): the local backend lets the kernel keep names,
-  // attributes and "no such name" for a minute, so that stat, `ls -l` and
-  // path walks cost no request. Other backends (shared with other clients)
-  // keep a second, and never cache "no such name".
+  // attributes and "no such name" for 10 minutes, so that stat, `ls -l`
+  // and path walks cost no request (a shorter time re-asks, once per
+  // timeout, for every file of a tree that takes longer to go through).
+  // Other backends (shared with other clients) keep a second, and never
+  // cache "no such name".
   kDefault,
   // Something else changes the backing directory too: nothing is cached,
   // every stat and path walk asks the daemon, so outside changes show at
@@ -56,9 +58,9 @@ struct DaemonOptions {
   // Seconds the kernel may cache attributes, names, and the absence of a
   // name. ParseMountArgs sets them from `cache` and `backend` (see
   // CacheMode); these initial values are the local backend's default mode.
-  double attr_timeout = 60.0;
-  double entry_timeout = 60.0;
-  double negative_timeout = 60.0;
+  double attr_timeout = 600.0;
+  double entry_timeout = 600.0;
+  double negative_timeout = 600.0;
   // Kernel read-ahead for the mount, in KiB (0: kernel default).
   unsigned readahead_kb = 4096;
   // Largest read and write request, in bytes.

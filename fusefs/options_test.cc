@@ -99,9 +99,9 @@ TEST(OptionsTest, CacheModeSetsTheTimeoutsNotGivenExplicitly) {
   auto local = Parse({"/m"});
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ(local->cache, CacheMode::kDefault);
-  EXPECT_DOUBLE_EQ(local->attr_timeout, 60);
-  EXPECT_DOUBLE_EQ(local->entry_timeout, 60);
-  EXPECT_DOUBLE_EQ(local->negative_timeout, 60);
+  EXPECT_DOUBLE_EQ(local->attr_timeout, 600);
+  EXPECT_DOUBLE_EQ(local->entry_timeout, 600);
+  EXPECT_DOUBLE_EQ(local->negative_timeout, 600);
   // A shared backend keeps the old second and never caches a missing name.
   auto ceph = Parse({"--backend", "ceph", "/m"});
   ASSERT_TRUE(ceph.ok()) << ceph.status();

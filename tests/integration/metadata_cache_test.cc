@@ -175,7 +175,7 @@ TEST_F(MetadataCacheTest, DefaultModeOfTheLocalBackendCachesForLong) {
   struct stat st;
   ASSERT_EQ(stat(M("f").c_str(), &st), 0);
   ASSERT_EQ(chmod(B("f").c_str(), 0600), 0);
-  // Seconds later still cached (the default is a minute).
+  // Seconds later still cached (the default is 10 minutes).
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const auto before = OpCounts(fs_->mountpoint());
   ASSERT_EQ(stat(M("f").c_str(), &st), 0);
