@@ -139,7 +139,9 @@ class Backend {
                    Entry* out) = 0;
   virtual int Unlink(NodeId parent, const char* name) = 0;
   virtual int RmDir(NodeId parent, const char* name) = 0;
-  // flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE.
+  // flags: renameat2(2)'s RENAME_NOREPLACE, RENAME_EXCHANGE and
+  // RENAME_WHITEOUT (overlayfs leaves a whiteout where the name was), as
+  // the backing filesystem supports them (-EINVAL where it does not).
   virtual int Rename(NodeId parent, const char* name, NodeId new_parent,
                      const char* new_name, unsigned flags) = 0;
   virtual int StatFs(NodeId node, struct statvfs* out) = 0;
@@ -157,8 +159,19 @@ class Backend {
   virtual int Open(NodeId node, int flags, File** out) = 0;
   virtual int Create(const Caller& caller, NodeId parent, const char* name,
                      mode_t mode, int flags, Entry* entry, File** out) = 0;
+  // An unnamed regular file in the directory `parent`, open with `flags`
+  // (open(2)'s O_TMPFILE): it has no name until Link gives it one (linkat
+  // of the open file), and is gone at its last release otherwise.
+  // -EOPNOTSUPP where the backend or the backing filesystem has none.
+  virtual int TmpFile(const Caller& caller, NodeId parent, mode_t mode,
+                      int flags, Entry* entry, File** out) {
+    return -EOPNOTSUPP;
+  }
   // Flush runs at every close(2) of a descriptor of the file.
   virtual int Flush(File* file) = 0;
+  // Whether Flush does anything for this file; false lets the kernel skip
+  // the request at close (FOPEN_NOFLUSH), a round trip per close.
+  virtual bool NeedsFlush(File* file) { return true; }
   virtual void Release(File* file) = 0;
   // File data (file_io.h). SubmitIo starts every request of `batch` and
   // never blocks on I/O; each request completes exactly once, on a backend
@@ -207,6 +220,10 @@ class Backend {
                       const std::function<bool(const DirEntry&)>& emit) = 0;
   virtual void ReleaseDir(Dir* dir) = 0;
   virtual int FsyncDir(Dir* dir, bool datasync) = 0;
+  // Whether the node of the entry numbered `ino` (DirEntry::ino) in the
+  // directory `dir` is one the kernel holds (a lookup count above zero):
+  // a readdirplus then need not look it up again. False when unsure.
+  virtual bool HoldsEntry(NodeId dir, ino_t ino) { return false; }
 };
 
 }  // namespace fgds::backend

@@ -120,7 +120,12 @@ void DoReaddirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset,
     fuse_entry_param e;
     std::memset(&e, 0, sizeof(e));
     backend::Entry found;
-    if (IsDotOrDotDot(entry.name)) {
+    // Node 0 sends the name alone, as readdir would. For a node the kernel
+    // already holds, a full entry would only refresh what it caches anyway
+    // (until its own timeouts say otherwise), and the kernel drops the
+    // inode's cached ACLs with every such refresh: `ls -l` would then ask
+    // for each file's ACL again, every time.
+    if (IsDotOrDotDot(entry.name) || fs.backend->HoldsEntry(ino, entry.ino)) {
       e.attr.st_ino = entry.ino;
       e.attr.st_mode = entry.type << 12;
     } else {

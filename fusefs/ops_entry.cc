@@ -89,6 +89,18 @@ void DoLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   }
   backend::Entry entry;
   int res = fs.backend->Lookup(parent, name, &entry);
+  if (res == -ENOENT && fs.options.negative_timeout > 0) {
+    // Node 0 is the kernel's "no such name, and remember that": the next
+    // lookup of it (every create of a new name starts with one, and so do
+    // searches along PATH) is answered from the dentry cache. Creates,
+    // renames and links through the mount replace the negative entry.
+    timer.set_result(res);
+    fuse_entry_param e;
+    std::memset(&e, 0, sizeof(e));
+    e.entry_timeout = fs.options.negative_timeout;
+    fuse_reply_entry(req, &e);
+    return;
+  }
   ReplyEntryOrErr(req, fs, res, entry, timer);
 }
 
@@ -270,8 +282,8 @@ void DoRename(fuse_req_t req, fuse_ino_t parent, const char* name,
   if (IsReservedName(parent, name) || IsReservedName(newparent, newname) ||
       IsControlNode(parent) || IsControlNode(newparent)) {
     res = -EPERM;
-  } else if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-    res = -EINVAL;  // RENAME_WHITEOUT and unknown flags
+  } else if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
+    res = -EINVAL;  // unknown flags
   } else {
     res = fs.backend->Rename(parent, name, newparent, newname, flags);
   }

@@ -46,6 +46,10 @@ void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = fs.options.direct_io;
   fi->keep_cache = fs.options.keep_cache && fs.backend->KeepCache(file);
+  // No FLUSH at close where it would do nothing: one round trip less for
+  // every close. (With the writeback cache the kernel flushes anyway: its
+  // FLUSH carries the dirty pages' write-back.)
+  fi->noflush = !fs.backend->NeedsFlush(file);
   if (!fs.passthrough.load(std::memory_order_acquire)) return;
   // Pages the mount cached in an earlier open served by us may be stale:
   // passthrough writes since then went to the backing file alone.
@@ -92,6 +96,7 @@ void OpenControl(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi,
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = 1;  // size 0 in getattr; content comes from read alone
   fi->nonseekable = 0;
+  fi->noflush = 1;  // DoFlush has nothing to do for a control file
   if (fuse_reply_open(req, fi) != 0) delete file;
 }
 
@@ -154,6 +159,38 @@ void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     fs.backend->Forget(entry.node, 1);
   }
 }
+
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
+// open(2) with O_TMPFILE (FUSE_TMPFILE, kernel 6.x): libfuse grew the
+// operation in 3.15; built against an older one the kernel gets ENOSYS and
+// the caller EOPNOTSUPP, as on a filesystem without unnamed files.
+void DoTmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode,
+               fuse_file_info* fi) {
+  Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kCreate);
+  if (IsControlNode(parent)) {
+    timer.set_result(-EPERM);
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  backend::Entry entry;
+  backend::File* file = nullptr;
+  int res = fs.backend->TmpFile(CallerOf(req, true), parent, mode,
+                                BackingFlags(fs, fi->flags), &entry, &file);
+  timer.set_result(res);
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  fuse_entry_param e;
+  FillEntry(fs, entry, &e);
+  SetOpenReply(fs, file, fi);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    fs.backend->Release(file);
+    fs.backend->Forget(entry.node, 1);
+  }
+}
+#endif
 
 // A read in flight: owns the reply buffer until the backend completes.
 class ReadOp : public backend::FileIoCompletion {
@@ -401,6 +438,9 @@ void AssignFileOps(fuse_lowlevel_ops* ops) {
   ops->read = DoRead;
   ops->write_buf = DoWriteBuf;
   ops->flush = DoFlush;
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
+  ops->tmpfile = DoTmpfile;
+#endif
   ops->release = DoRelease;
   ops->fsync = DoFsync;
   ops->fallocate = DoFallocate;

@@ -45,6 +45,15 @@ void DoInit(void* userdata, fuse_conn_info* conn) {
   conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   // Write data arrives in memory, not spliced (see DoWriteBuf).
   conn->want &= ~FUSE_CAP_SPLICE_READ;
+  // readdirplus (libfuse asks for it, in the kernel's "auto" mode) hands
+  // the kernel each entry's attributes with the listing, saving a lookup
+  // per entry of a directory listed with `ls -l`, but only if the kernel
+  // may keep them: without entry and attribute caching (--cache strict)
+  // each would be asked again at once, and the listing only costs a
+  // lookup per entry in the daemon.
+  if (fs->options.entry_timeout <= 0 || fs->options.attr_timeout <= 0) {
+    conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  }
   conn->max_write = fs->options.max_io;
   // Must match the max_read mount option given to fuse_session_new.
   conn->max_read = fs->options.max_io;
@@ -218,8 +227,10 @@ void AssignOperations(fuse_lowlevel_ops* ops) {
   FGDS_GUARD(readdirplus)
   FGDS_GUARD(copy_file_range)
   FGDS_GUARD(lseek)
-#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
+#if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
   FGDS_GUARD(tmpfile)
+#endif
+#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
   FGDS_GUARD(statx)
 #endif
 #undef FGDS_GUARD

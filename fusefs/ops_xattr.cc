@@ -37,6 +37,12 @@ void ReplySized(fuse_req_t req, size_t size, OpTimer& timer, Fetch fetch) {
   }
 }
 
+// The SELinux label. With SELinux active the kernel answers it from the
+// inode's in-core label and never asks us; it reaches us only on a kernel
+// without an LSM that claims it. ls -l asks for it on every file
+// (libselinux lgetfilecon), and FUSE caches no xattr answer.
+constexpr char kSelinuxXattr[] = "security.selinux";
+
 // The attributes that hold POSIX ACLs.
 bool IsPosixAcl(const char* name) {
   return strcmp(name, XATTR_NAME_POSIX_ACL_ACCESS) == 0 ||
@@ -98,7 +104,16 @@ void DoGetxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     // and fails the check on any error but "none": a backing filesystem
     // without ACL support (EOPNOTSUPP) simply has none, or no user but
     // root could open anything.
-    return res == -EOPNOTSUPP && IsPosixAcl(name) ? -ENODATA : res;
+    if (res == -EOPNOTSUPP && IsPosixAcl(name)) return -ENODATA;
+    // No label: say "labels are not supported here", as a filesystem
+    // without security labels does. Both mean "no label" to every caller,
+    // but this one tools remember per filesystem (coreutils ls stops
+    // asking for the mount's st_dev), where "none" costs a request per
+    // file and listing. A label that exists is returned as it is.
+    if (res == -ENODATA && strcmp(name, kSelinuxXattr) == 0) {
+      return -EOPNOTSUPP;
+    }
+    return res;
   });
 }
 

@@ -33,8 +33,14 @@ const char* MountUsage() {
          "and writes local files itself (FUSE passthrough)\n"
          "  --fuse-uring MODE     off, auto (default) or on: requests reach "
          "the daemon through io_uring (FUSE over io_uring)\n"
-         "  --attr-timeout SEC    attribute cache time (default 1)\n"
-         "  --entry-timeout SEC   name cache time (default 1)\n"
+         "         "  --cache MODE          default: the backing store changes only "
+         "through the mount (local backend: names and attributes cached for "
+         "10 minutes; others: 1 s); strict: something else changes it too, "
+         "nothing is cached (docs/fgdsd.md)\n"
+         "  --attr-timeout SEC    attribute cache time (default: by --cache)\n"
+         "  --entry-timeout SEC   name cache time (default: by --cache)\n"
+         "  --negative-timeout SEC  time a missing name is remembered "
+         "(default: by --cache)\n"
          "  --readahead-kb N      kernel read-ahead (default 4096; 0: "
          "kernel's)\n"
          "  --max-io BYTES        largest read/write request (default "
@@ -132,11 +138,30 @@ uint64_t* LimitField(absl::string_view flag, DaemonOptions* options) {
   return nullptr;
 }
 
+// The cache times of `options.cache` for its backend, for each timeout not
+// given on the command line.
+void ApplyCacheMode(bool attr_set, bool entry_set, bool negative_set,
+                    DaemonOptions* options) {
+  double attr = 600, entry = 600, negative = 600;
+  if (options->cache == CacheMode::kStrict) {
+    attr = entry = negative = 0;
+  } else if (options->backend != "local") {
+    // Other clients change a shared store: as before, a second, and a
+    // missing name is asked again every time.
+    attr = entry = 1;
+    negative = 0;
+  }
+  if (!attr_set) options->attr_timeout = attr;
+  if (!entry_set) options->entry_timeout = entry;
+  if (!negative_set) options->negative_timeout = negative;
+}
+
 }  // namespace
 
 absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
   DaemonOptions options;
   std::vector<std::string> positional;
+  bool attr_set = false, entry_set = false, negative_set = false;
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     // Flags with a value take it from the next argument.
@@ -207,14 +232,35 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
     } else if (arg == "--data") {
       if (auto st = value(&v); !st.ok()) return st;
       options.data_dir = std::string(v);
-    } else if (arg == "--attr-timeout" || arg == "--entry-timeout") {
+    } else if (arg == "--cache") {
+      if (auto st = value(&v); !st.ok()) return st;
+      if (v == "default") {
+        options.cache = CacheMode::kDefault;
+      } else if (v == "strict") {
+        options.cache = CacheMode::kStrict;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "invalid value '", v, "' for --cache (default or strict)"));
+      }
+    } else if (arg == "--attr-timeout" || arg == "--entry-timeout" ||
+               arg == "--negative-timeout") {
       if (auto st = value(&v); !st.ok()) return st;
       double seconds;
-      if (!absl::SimpleAtod(v, &seconds) || seconds < 0) {
+      // NaN and negative times make no sense; a year is plenty.
+      if (!absl::SimpleAtod(v, &seconds) || !(seconds >= 0) ||
+          seconds > 86400 * 365) {
         return BadValue(arg, v);
       }
-      (arg == "--attr-timeout" ? options.attr_timeout : options.entry_timeout) =
-          seconds;
+      if (arg == "--attr-timeout") {
+        options.attr_timeout = seconds;
+        attr_set = true;
+      } else if (arg == "--entry-timeout") {
+        options.entry_timeout = seconds;
+        entry_set = true;
+      } else {
+        options.negative_timeout = seconds;
+        negative_set = true;
+      }
     } else if (arg == "--readahead-kb" || arg == "--max-io" ||
                arg == "--io-workers" || arg == "--io-spin-us" ||
                arg == "--threads" || arg == "--usrbio-ring-workers" ||
@@ -281,6 +327,7 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
         "--passthrough on excludes ",
         options.writeback_cache ? "--writeback-cache" : "--direct-io"));
   }
+  ApplyCacheMode(attr_set, entry_set, negative_set, &options);
   return options;
 }
 

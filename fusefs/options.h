@@ -17,6 +17,23 @@ namespace fgds::fusefs {
 // out (a kernel without it is reported at INIT: the mount runs without).
 enum class FeatureMode { kOff, kAuto, kOn };
 
+// How long the kernel may trust what it learnt about names and attributes
+// (docs/fgdsd.md "Caching").
+enum class CacheMode {
+  // The backing store changes only through this mount (and usrbio, which
+  // tells the kernel): the local backend lets the kernel keep names,
+  // attributes and "no such name" for 10 minutes, so that stat, `ls -l`
+  // and path walks cost no request (a shorter time re-asks, once per
+  // timeout, for every file of a tree that takes longer to go through).
+  // Other backends (shared with other clients) keep a second, and never
+  // cache "no such name".
+  kDefault,
+  // Something else changes the backing directory too: nothing is cached,
+  // every stat and path walk asks the daemon, so outside changes show at
+  // once.
+  kStrict,
+};
+
 struct DaemonOptions {
   // Which backend serves the namespace (backend/backend_factory.h).
   std::string backend = "local";
@@ -49,9 +66,14 @@ struct DaemonOptions {
   // Keep a file's cached pages across opens when the backing file did not
   // change in between.
   bool keep_cache = true;
-  // Seconds the kernel may cache attributes and names.
-  double attr_timeout = 1.0;
-  double entry_timeout = 1.0;
+  // --cache; the timeouts below follow it unless given explicitly.
+  CacheMode cache = CacheMode::kDefault;
+  // Seconds the kernel may cache attributes, names, and the absence of a
+  // name. ParseMountArgs sets them from `cache` and `backend` (see
+  // CacheMode); these initial values are the local backend's default mode.
+  double attr_timeout = 600.0;
+  double entry_timeout = 600.0;
+  double negative_timeout = 600.0;
   // Kernel read-ahead for the mount, in KiB (0: kernel default).
   unsigned readahead_kb = 4096;
   // Largest read and write request, in bytes.

@@ -104,6 +104,36 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
 
+TEST(OptionsTest, CacheModeSetsTheTimeoutsNotGivenExplicitly) {
+  auto local = Parse({"/m"});
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->cache, CacheMode::kDefault);
+  EXPECT_DOUBLE_EQ(local->attr_timeout, 600);
+  EXPECT_DOUBLE_EQ(local->entry_timeout, 600);
+  EXPECT_DOUBLE_EQ(local->negative_timeout, 600);
+  // A shared backend keeps the old second and never caches a missing name.
+  auto ceph = Parse({"--backend", "ceph", "/m"});
+  ASSERT_TRUE(ceph.ok()) << ceph.status();
+  EXPECT_DOUBLE_EQ(ceph->attr_timeout, 1);
+  EXPECT_DOUBLE_EQ(ceph->entry_timeout, 1);
+  EXPECT_DOUBLE_EQ(ceph->negative_timeout, 0);
+  for (const char* backend : {"local", "ceph"}) {
+    auto strict = Parse({"--backend", backend, "--cache", "strict", "/m"});
+    ASSERT_TRUE(strict.ok()) << strict.status();
+    EXPECT_EQ(strict->cache, CacheMode::kStrict);
+    EXPECT_DOUBLE_EQ(strict->attr_timeout, 0) << backend;
+    EXPECT_DOUBLE_EQ(strict->entry_timeout, 0) << backend;
+    EXPECT_DOUBLE_EQ(strict->negative_timeout, 0) << backend;
+  }
+  // An explicit time wins over the mode, whatever the order.
+  auto mixed = Parse({"--entry-timeout", "5", "--cache", "strict",
+                      "--negative-timeout", "0.5", "/m"});
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_DOUBLE_EQ(mixed->attr_timeout, 0);
+  EXPECT_DOUBLE_EQ(mixed->entry_timeout, 5);
+  EXPECT_DOUBLE_EQ(mixed->negative_timeout, 0.5);
+}
+
 struct BadCase {
   std::vector<std::string> args;
   std::string message;  // must appear in the error
@@ -152,6 +182,9 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--threads", "0", "/m"}, "--threads"},
       {{"--threads", "x", "/m"}, "'x'"},
       {{"--attr-timeout", "-1", "/m"}, "--attr-timeout"},
+      {{"--negative-timeout", "nan", "/m"}, "--negative-timeout"},
+      {{"--entry-timeout", "1e12", "/m"}, "--entry-timeout"},
+      {{"--cache", "always", "/m"}, "'always' for --cache"},
       {{"--max-io", "100", "/m"}, "--max-io"},
       {{"--max-io", "4194304", "/m"}, "--max-io"},
       {{"--user-sessions", "-1", "/m"}, "--user-sessions"},

@@ -297,6 +297,12 @@ void InodeTable::KeepUnlinked(int fd) {
   inode.open_fd = fd;
 }
 
+bool InodeTable::Holds(dev_t dev, ino_t ino) {
+  MutexLock lock(&mu_);
+  // Nodes leave the map when their count reaches zero (Forget).
+  return inodes_.contains(Key{dev, ino});
+}
+
 size_t InodeTable::size() {
   MutexLock lock(&mu_);
   return inodes_.size();

@@ -201,6 +201,9 @@ class InodeTable {
   // closed.
   void KeepUnlinked(int fd);
 
+  // Whether a node for (dev, ino) is in the table, i.e. has lookups.
+  bool Holds(dev_t dev, ino_t ino);
+
   size_t size();
   // Nodes that pin a descriptor now (the root not counted), and the bound.
   size_t pinned();

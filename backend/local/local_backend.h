@@ -74,7 +74,10 @@ class LocalBackend : public Backend {
   int Open(NodeId node, int flags, File** out) override;
   int Create(const Caller& caller, NodeId parent, const char* name, mode_t mode,
              int flags, Entry* entry, File** out) override;
+  int TmpFile(const Caller& caller, NodeId parent, mode_t mode, int flags,
+              Entry* entry, File** out) override;
   int Flush(File* file) override;
+  bool NeedsFlush(File* file) override;
   void Release(File* file) override;
   int Fsync(File* file, bool datasync) override;
   int Fallocate(File* file, int mode, off_t offset, off_t length) override;
@@ -95,6 +98,7 @@ class LocalBackend : public Backend {
               const std::function<bool(const DirEntry&)>& emit) override;
   void ReleaseDir(Dir* dir) override;
   int FsyncDir(Dir* dir, bool datasync) override;
+  bool HoldsEntry(NodeId dir, ino_t ino) override;
 
  private:
   LocalBackend(int root_fd, const struct stat& root_stat,

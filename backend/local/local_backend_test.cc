@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -170,6 +171,90 @@ TEST_F(LocalBackendTest, RenameFlags) {
   struct stat st;
   ASSERT_EQ(stat(Path("a").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));
+}
+
+TEST_F(LocalBackendTest, RenameWhiteoutLeavesAWhiteoutDevice) {
+  Caller root;
+  Entry a;
+  ASSERT_EQ(backend_->MkNod(root, kRootNode, "a", S_IFREG | 0644, 0, &a), 0);
+  ASSERT_EQ(backend_->Rename(kRootNode, "a", kRootNode, "b", RENAME_WHITEOUT),
+            0);
+  struct stat st;
+  ASSERT_EQ(lstat(Path("a").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(0, 0));
+  ASSERT_EQ(lstat(Path("b").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(LocalBackendTest, TmpFileHasNoNameUntilLinked) {
+  Caller root;
+  Entry entry;
+  File* file = nullptr;
+  const int res =
+      backend_->TmpFile(root, kRootNode, 0600, O_RDWR, &entry, &file);
+  if (res == -EOPNOTSUPP) GTEST_SKIP() << "no O_TMPFILE on " << dir_;
+  ASSERT_EQ(res, 0);
+  EXPECT_TRUE(S_ISREG(entry.attr.st_mode));
+  EXPECT_EQ(entry.attr.st_nlink, 0u);
+  EXPECT_EQ(entry.attr.st_mode & 07777, 0600u);
+  char data[] = "tmp";
+  EXPECT_EQ(Transfer(*backend_, FileOp::kWrite, file, data, 3, 0), 3);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+  // linkat(2) of the open file reaches the backend as Link of its node.
+  Entry linked;
+  ASSERT_EQ(backend_->Link(entry.node, kRootNode, "named", &linked), 0);
+  EXPECT_EQ(linked.node, entry.node);
+  EXPECT_EQ(linked.attr.st_nlink, 1u);
+  backend_->Release(file);
+  backend_->Forget(entry.node, 2);
+  struct stat st;
+  ASSERT_EQ(stat(Path("named").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 3);
+  // A caller's mode and ownership apply as for any create; a directory
+  // that is not one fails.
+  Entry file_entry;
+  File* plain = nullptr;
+  ASSERT_EQ(
+      backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &file_entry, &plain),
+      0);
+  backend_->Release(plain);
+  EXPECT_EQ(
+      backend_->TmpFile(root, file_entry.node, 0600, O_RDWR, &entry, &file),
+      -ENOTDIR);
+  backend_->Forget(file_entry.node, 1);
+}
+
+TEST_F(LocalBackendTest, HoldsEntryWhileTheKernelHoldsTheNode) {
+  Caller root;
+  Entry dir, entry;
+  ASSERT_EQ(backend_->MkDir(root, kRootNode, "d", 0755, &dir), 0);
+  ASSERT_EQ(mknod(Path("d/f").c_str(), S_IFREG | 0644, 0), 0);
+  struct stat st;
+  ASSERT_EQ(stat(Path("d/f").c_str(), &st), 0);
+  EXPECT_FALSE(backend_->HoldsEntry(dir.node, st.st_ino));
+  ASSERT_EQ(backend_->Lookup(dir.node, "f", &entry), 0);
+  EXPECT_TRUE(backend_->HoldsEntry(dir.node, st.st_ino));
+  backend_->Forget(entry.node, 1);
+  EXPECT_FALSE(backend_->HoldsEntry(dir.node, st.st_ino));
+  backend_->Forget(dir.node, 1);
+}
+
+TEST_F(LocalBackendTest, FlushOnlyWhereCloseDoesSomething) {
+  Caller root;
+  Entry entry;
+  File* file = nullptr;
+  ASSERT_EQ(backend_->Create(root, kRootNode, "f", 0644, O_RDWR, &entry, &file),
+            0);
+  struct statfs sfs;
+  ASSERT_EQ(statfs(dir_.c_str(), &sfs), 0);
+  // /tmp is ext4 or tmpfs on every machine this runs on; both need none.
+  const bool local = sfs.f_type == 0xEF53 || sfs.f_type == 0x01021994 ||
+                     sfs.f_type == 0x58465342;
+  EXPECT_EQ(backend_->NeedsFlush(file), !local);
+  EXPECT_EQ(backend_->Flush(file), 0);  // still works when asked
+  backend_->Release(file);
+  backend_->Forget(entry.node, 1);
 }
 
 TEST_F(LocalBackendTest, ReadDirResumesAtOffset) {

@@ -62,6 +62,13 @@ int LocalBackend::ReadDir(Dir* dir, off_t offset,
 
 void LocalBackend::ReleaseDir(Dir* dir) { delete dir; }
 
+bool LocalBackend::HoldsEntry(NodeId dir, ino_t ino) {
+  // An entry is on its directory's filesystem, except a mount point, whose
+  // d_ino is the covered directory's: no node has that key, so it is
+  // looked up, as it should be.
+  return inodes_.Holds(inodes_.Get(dir).dev, ino);
+}
+
 int LocalBackend::FsyncDir(Dir* dir, bool datasync) {
   int fd = dirfd(dir->stream);
   int res = datasync ? fdatasync(fd) : fsync(fd);

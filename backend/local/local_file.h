@@ -38,6 +38,9 @@ class File {
   const NodeId node;
   const bool keep_cache;
   const bool holds_lookup;
+  // Whether close(2) of a descriptor of the backing file has no effect
+  // beyond freeing it (local_files.cc: CloseIsNoop), so Flush need not run.
+  const bool close_is_noop;
   // The block device the data lives on (for device memory's route check);
   // 0 when unknown.
   const dev_t storage_device;

@@ -1,6 +1,7 @@
 // LocalBackend: open files and the data calls without a buffer.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,23 @@ int OpenDirectTwin(int fd) {
   return twin >= 0 ? twin : -1;
 }
 
+// Whether closing a descriptor on `fd`'s filesystem does nothing but free
+// it: the local filesystems below have no flush method, so a close neither
+// writes back nor reports an error. Network filesystems (NFS writes back and
+// reports at close) and anything unknown keep their Flush.
+bool CloseIsNoop(int fd) {
+  struct statfs st;
+  if (fstatfs(fd, &st) != 0) return false;
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case 0xEF53:      // ext2, ext3, ext4
+    case 0x58465342:  // xfs
+    case 0x01021994:  // tmpfs
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
@@ -36,6 +54,7 @@ File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
       node(node_in),
       keep_cache(keep_cache_in),
       holds_lookup(holds_lookup_in),
+      close_is_noop(CloseIsNoop(fd_in)),
       storage_device(kmod::StorageDevice(fd_in)) {}
 
 File::~File() {
@@ -160,6 +179,42 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   return 0;
 }
 
+int LocalBackend::TmpFile(const Caller& caller, NodeId parent, mode_t mode,
+                          int flags, Entry* entry, File** out) {
+  PathFd dir = inodes_.Open(inodes_.Get(parent));
+  if (!dir.ok()) return dir.error();
+  bool twin;
+  // O_TMPFILE must come with write access; O_EXCL (never linkable) is
+  // kept. The kernel checked the rest.
+  const int open_flags = (MainFlags(flags, &twin) & ~O_TMPFILE) |
+                         (flags & O_EXCL) | O_TMPFILE | O_CLOEXEC;
+  int fd;
+  {
+    ScopedCredentials creds(caller);
+    if (creds.error() != 0) return creds.error();
+    fd = openat(dir.get(), ".", open_flags,
+                CreationMode(dir.get(), mode, caller.umask));
+    // EISDIR/EOPNOTSUPP: a kernel or filesystem without O_TMPFILE.
+    if (fd < 0) return errno == EISDIR ? -EOPNOTSUPP : -errno;
+  }
+  int path_fd = open(ProcFdPath(fd).c_str(), O_PATH | O_CLOEXEC);
+  if (path_fd < 0 || fstat(fd, &entry->attr) != 0) {
+    int err = errno;
+    if (path_fd >= 0) close(path_fd);
+    close(fd);  // nothing is left behind: the file has no name
+    return -err;
+  }
+  entry->node = inodes_.Insert(path_fd, entry->attr);
+  LocalInode& inode = inodes_.Get(entry->node);
+  RememberCacheState(inode, fd);
+  *out = new File(fd, inode, entry->node, false, twin,
+                  /*holds_lookup=*/false);
+  // Keeps the inode reachable while open: a handle of a file without a
+  // name may not open again (inode_table.h), and linkat needs it.
+  inodes_.FileOpened(inode, fd);
+  return 0;
+}
+
 int LocalBackend::Flush(File* file) {
   // Closing a duplicate gives the backing filesystem its close-time work
   // (e.g. NFS writes back) without closing our handle.
@@ -167,6 +222,8 @@ int LocalBackend::Flush(File* file) {
   if (fd < 0) return -errno;
   return close(fd) == 0 ? 0 : -errno;
 }
+
+bool LocalBackend::NeedsFlush(File* file) { return !file->close_is_noop; }
 
 void LocalBackend::Release(File* file) {
   // Our own writes changed mtime and size; record them so the next open
