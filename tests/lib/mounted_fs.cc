@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +71,14 @@ std::string MountDevice(const std::string& path) {
 std::string TestBackend() {
   const char* env = getenv("FGDS_TEST_BACKEND");
   return env != nullptr && *env ? env : "local";
+}
+
+bool EvictCephSession(const std::string& conf, pid_t pid) {
+  std::string command =
+      absl::StrCat("timeout 30 ceph --conf '", conf,
+                   "' tell 'mds.*' client evict client_metadata.pid=", pid,
+                   " >/dev/null 2>&1");
+  return std::system(command.c_str()) == 0;
 }
 
 std::string FgdsBinary() {
@@ -258,6 +267,9 @@ void MountedFs::KillDaemon(int sig) {
   kill(pid_, sig);
   int status;
   waitpid(pid_, &status, 0);
+  if (!ceph_root_.empty() && WIFSIGNALED(status)) {
+    EvictCephSession(getenv("CEPH_CONF"), pid_);
+  }
   pid_ = -1;
 }
 

@@ -63,7 +63,10 @@ class MountedFs {
   pid_t daemon_pid() const { return pid_; }
 
   // Sends `sig` to the daemon and reaps it (SIGKILL simulates a crash; the
-  // mount is then left stale until Unmount or a remount).
+  // mount is then left stale until Unmount or a remount). Over ceph it then
+  // evicts the dead daemon's Ceph session (EvictCephSession), as an
+  // operator would: else the capabilities it held stall every other client
+  // of its files until the MDS declares it stale (session_timeout, 60 s).
   void KillDaemon(int sig);
   // Unmounts and waits for the daemon to exit. Idempotent.
   absl::Status Unmount();
@@ -100,6 +103,11 @@ bool IsFuseMount(const std::string& path);
 // IsFuseMount it never touches the mount, so it cannot hang on a daemon
 // that stopped serving.
 std::string MountDevice(const std::string& path);
+
+// Evicts the Ceph session(s) of process `pid` from the MDSs of the cluster
+// `conf` names (`ceph tell mds.* client evict client_metadata.pid=PID`),
+// waiting at most 30 s. True if the command succeeded.
+bool EvictCephSession(const std::string& conf, pid_t pid);
 
 // Path of the fgds binary under test (set by CMake).
 std::string FgdsBinary();
