@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/remote/agent_client.h"
 #include "gtest/gtest.h"
+#include "tests/ceph/test_cluster.h"
 #include "tests/lib/agent_process.h"
 #include "tests/lib/mounted_fs.h"
 
@@ -32,34 +33,8 @@ namespace fgds::testing {
 namespace {
 
 // The cluster every test of this binary shares.
-struct Cluster {
-  std::string dir;   // empty: not started by us
-  std::string conf;  // empty: unavailable (skip_reason says why)
-  std::string skip_reason;
-};
-
+using Cluster = TestCluster;
 Cluster* cluster = nullptr;
-
-std::string RunScript(const std::string& command, int* rc) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  int status = pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
-
-std::string Value(const std::string& out, const std::string& key) {
-  size_t at = out.find(key + "=");
-  if (at == std::string::npos) return "";
-  size_t end = out.find('\n', at);
-  return out.substr(at + key.size() + 1, end - at - key.size() - 1);
-}
 
 class CephEnvironment : public ::testing::Environment {
  public:
@@ -78,35 +53,19 @@ class CephEnvironment : public ::testing::Environment {
       return;
     }
     auto start = std::chrono::steady_clock::now();
-    int rc = 0;
-    std::string out =
-        RunScript(absl::StrCat(FGDS_CEPH_SCRIPTS, "/start-cluster.sh"), &rc);
+    bool missing = false;
+    if (!cluster->Start("", &missing)) {
+      if (!missing) ADD_FAILURE() << "test cluster did not start";
+      return;
+    }
     double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (rc == 77) {
-      cluster->skip_reason =
-          "ceph daemons not installed (deploy/install-deps.sh)";
-      return;
-    }
-    if (rc != 0) {
-      cluster->skip_reason = absl::StrCat("start-cluster.sh failed (rc ", rc,
-                                          "); its message is above");
-      ADD_FAILURE() << "test cluster did not start: " << out;
-      return;
-    }
-    cluster->dir = Value(out, "CEPH_CLUSTER_DIR");
-    cluster->conf = Value(out, "CEPH_CONF");
     fprintf(stderr, "ceph test cluster up in %.1f s: %s\n", secs,
             cluster->conf.c_str());
   }
   void TearDown() override {
-    if (cluster != nullptr && !cluster->dir.empty()) {
-      int rc = 0;
-      RunScript(
-          absl::StrCat(FGDS_CEPH_SCRIPTS, "/stop-cluster.sh ", cluster->dir),
-          &rc);
-    }
+    if (cluster != nullptr) cluster->Stop();
     delete cluster;
     cluster = nullptr;
   }

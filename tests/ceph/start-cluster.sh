@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# Brings up a throwaway one-node CephFS (mon, memstore OSDs, MDS, a file
-# system "cephfs") on 127.0.0.1 in a fresh temp directory, from Debian 12's
-# packages, as ../shared/research/ceph-lab.md measured it (about 6 s).
+# Brings up a throwaway one-node CephFS (mon, mgr, 3 OSDs, MDS, a file
+# system "cephfs" on replicated pools of size 2, min_size 1, so that one
+# OSD can die without stopping I/O) on 127.0.0.1 in a fresh directory, from
+# Debian 12's packages, as ../shared/research/ceph-lab.md measured it.
 #
 # Prints, on success, the lines
 #   CEPH_CLUSTER_DIR=<dir>
 #   CEPH_CONF=<dir>/ceph.conf
 # and exits 0; stop it with stop-cluster.sh <dir>. On failure (packages
 # missing: exit 77; anything else: 1) it kills what it started and keeps the
-# dir for its logs. Every daemon's pid is in <dir>/pid/NAME.
+# dir for its logs. Every daemon's pid is in <dir>/pid/NAME and the command
+# that started it in <dir>/cmd/NAME (cluster-ctl.sh restarts it from there).
 #
-# Environment: CEPH_OSDS (default 1), CEPH_MGR=1 to start a manager,
-# CEPH_START_TIMEOUT seconds (default 60), TMPDIR.
+# Environment: CEPH_OSDS (default 3), CEPH_MGR (default 1; 0: no manager),
+# CEPH_POOL_SIZE (default 2, or 1 with one OSD), CEPH_STORE (memstore, the
+# default: fastest, and an OSD killed with SIGKILL comes back empty and is
+# refilled from its replicas; or bluestore on a sparse file per OSD),
+# CEPH_CLUSTER_DIR (use this directory, which must not exist or be empty,
+# instead of a fresh mktemp -d), CEPH_START_TIMEOUT seconds (default 60),
+# TMPDIR.
 set -euo pipefail
 
-osds=${CEPH_OSDS:-1}
+osds=${CEPH_OSDS:-3}
+mgr=${CEPH_MGR:-1}
+store=${CEPH_STORE:-memstore}
+size=${CEPH_POOL_SIZE:-$((osds >= 2 ? 2 : 1))}
+case $store in
+  memstore | bluestore) ;;
+  # (ceph-osd silently replaces an unknown objectstore by bluestore)
+  *) echo "start-cluster: CEPH_STORE must be memstore or bluestore" >&2; exit 2 ;;
+esac
+if [ "$size" -gt "$osds" ] || [ "$size" -lt 1 ]; then
+  echo "start-cluster: CEPH_POOL_SIZE $size needs as many OSDs (have $osds)" >&2
+  exit 2
+fi
 timeout_s=${CEPH_START_TIMEOUT:-60}
 for bin in ceph-mon ceph-osd ceph-mds ceph ceph-authtool monmaptool uuidgen; do
   if ! command -v "$bin" >/dev/null; then
@@ -22,13 +41,23 @@ for bin in ceph-mon ceph-osd ceph-mds ceph ceph-authtool monmaptool uuidgen; do
     exit 77
   fi
 done
-if [ "${CEPH_MGR:-0}" = 1 ] && ! command -v ceph-mgr >/dev/null; then
+if [ "$mgr" = 1 ] && ! command -v ceph-mgr >/dev/null; then
   echo "start-cluster: ceph-mgr not installed" >&2
   exit 77
 fi
 
-D=$(mktemp -d "${TMPDIR:-/tmp}/fgds-ceph.XXXXXX")
-mkdir -p "$D"/{pid,log,run,mon/a,mgr/x,mds/a}
+if [ -n "${CEPH_CLUSTER_DIR:-}" ]; then
+  D=$CEPH_CLUSTER_DIR
+  if [ -e "$D" ] && [ -n "$(ls -A "$D")" ]; then
+    echo "start-cluster: $D is not empty (stop-cluster.sh $D?)" >&2
+    exit 1
+  fi
+  mkdir -p "$D"
+  D=$(cd "$D" && pwd)
+else
+  D=$(mktemp -d "${TMPDIR:-/tmp}/fgds-ceph.XXXXXX")
+fi
+mkdir -p "$D"/{pid,cmd,log,run,mon/a,mgr/x,mds/a}
 start=$(date +%s.%N)
 deadline=$(($(date +%s) + timeout_s))
 
@@ -67,7 +96,7 @@ run_dir = $D/run
 crash_dir = $D/crash
 mon_cluster_log_file = $D/log/cluster.log
 admin_socket = $D/run/\$name.\$pid.asok
-osd_pool_default_size = 1
+osd_pool_default_size = $size
 osd_pool_default_min_size = 1
 mon_allow_pool_size_one = true
 osd_pool_default_pg_autoscale_mode = off
@@ -96,8 +125,10 @@ log_file = $D/log/\$name.log
 osd_data = $D/osd/\$id
 keyring = $D/osd/\$id/keyring
 log_file = $D/log/\$name.log
-osd_objectstore = memstore
+osd_objectstore = $store
 memstore_device_bytes = 2147483648
+bluestore_block_size = 10737418240
+bluestore_fsck_on_mkfs = false
 osd_memory_target = 939524096
 [mds]
 mds_data = $D/mds/\$id
@@ -109,7 +140,8 @@ cli() { timeout 20 ceph --conf "$D/ceph.conf" "$@"; }
 launch() {  # NAME BINARY ARGS...: runs a daemon in the foreground, in the background
   local name=$1
   shift
-  "$@" -f >"$D/log/$name.out" 2>&1 &
+  printf '%q ' "$@" >"$D/cmd/$name"
+  "$@" -f >>"$D/log/$name.out" 2>&1 &
   echo $! >"$D/pid/$name"
 }
 wait_for() {  # DESCRIPTION COMMAND...: polls until COMMAND succeeds
@@ -131,7 +163,7 @@ ceph-mon --conf "$D/ceph.conf" --mkfs -i a --monmap "$D/monmap" \
 launch mon.a ceph-mon -i a --conf "$D/ceph.conf"
 wait_for "the monitor" cli mon stat
 
-if [ "${CEPH_MGR:-0}" = 1 ]; then
+if [ "$mgr" = 1 ]; then
   cli auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
     -o "$D/mgr/x/keyring" >/dev/null 2>&1 || fail "mgr key"
   launch mgr.x ceph-mgr -i x --conf "$D/ceph.conf"

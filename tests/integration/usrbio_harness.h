@@ -14,8 +14,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -155,6 +158,21 @@ inline std::vector<std::string> SessionFds(pid_t pid,
                                            const std::string& backing) {
   std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   std::vector<std::string> found;
+  // TCP sockets are a network backend's own connections (libcephfs opens
+  // one to each OSD the first time it needs it), not a session's.
+  std::set<std::string> tcp;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in("/proc/" + std::to_string(pid) + table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string field;
+      for (int i = 0; i < 10 && fields >> field; ++i) {
+      }
+      tcp.insert("socket:[" + field + "]");  // the 10th field: the inode
+    }
+  }
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return found;
   while (dirent* e = readdir(d)) {
@@ -164,8 +182,8 @@ inline std::vector<std::string> SessionFds(pid_t pid,
         readlink((dir + "/" + e->d_name).c_str(), target, sizeof(target) - 1);
     if (n < 0) continue;
     std::string t(target, static_cast<size_t>(n));
-    if (t.rfind("socket:", 0) == 0 || t == "anon_inode:[eventfd]" ||
-        t.rfind(backing + "/", 0) == 0) {
+    if ((t.rfind("socket:", 0) == 0 && tcp.count(t) == 0) ||
+        t == "anon_inode:[eventfd]" || t.rfind(backing + "/", 0) == 0) {
       found.push_back(t);
     }
   }

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Compares the ways into a CephFS on one throwaway cluster, in one run:
+#   libcephfs  the ceiling: cephfs_baseline calling libcephfs in-process
+#   ceph-fuse  Ceph's own FUSE client (fgds bench's posix mode on it)
+#   fgds posix / fgds usrbio   through `fgds mount --backend ceph`
+# for 1 MiB sequential and 4 KiB random reads and writes (each way reads
+# what it has just written, after fgds bench drops the kernel's page cache:
+# the client's own libcephfs cache may still hold part of it, as it does
+# for the libcephfs row; libcephfs-cold reads from a fresh session), and
+# prints each one's MB/s and IOPS and its ratio to libcephfs. The kernel's
+# CephFS client is left out where the running kernel lacks it (no "ceph" in
+# /proc/filesystems; modules cannot be loaded here).
+#
+#   tests/ceph/bench.sh BUILD_DIR      (as root; ceph packages and ceph-fuse)
+# Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M), and
+# start-cluster.sh's CEPH_* (default: 3 memstore OSDs, pools of size 2).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
+size=${BENCH_SIZE:-256M}
+rsize=${BENCH_RAND_SIZE:-64M}
+fgds=$build/tools/fgds
+baseline=$build/tests/ceph/cephfs_baseline
+for f in "$fgds" "$baseline"; do
+  [ -x "$f" ] || { echo "bench: $f not built" >&2; exit 1; }
+done
+command -v ceph-fuse >/dev/null || { echo "bench: ceph-fuse not installed" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/fgds-ceph-bench.XXXXXX)
+out=$("$here/start-cluster.sh")
+D=$(sed -n 's/^CEPH_CLUSTER_DIR=//p' <<<"$out")
+conf=$D/ceph.conf
+cleanup() {
+  umount "$T/fgds" 2>/dev/null || umount -l "$T/fgds" 2>/dev/null || true
+  umount "$T/cf" 2>/dev/null || umount -l "$T/cf" 2>/dev/null || true
+  "$here/stop-cluster.sh" "$D"
+  rm -rf "$T"
+}
+trap cleanup EXIT
+mkdir -p "$T/cf" "$T/fgds" "$T/data"
+ceph-fuse -c "$conf" --log_file="$D/log/ceph-fuse.log" "$T/cf" >/dev/null
+mkdir "$T/cf/bench"
+"$fgds" mount --backend ceph --ceph-conf "$conf" --ceph-root /bench \
+  --data "$T/data" "$T/fgds"
+for _ in $(seq 100); do
+  [ "$(stat -f -c %T "$T/fgds")" = fuseblk ] || [ "$(stat -f -c %T "$T/fgds")" = fuse ] && break
+  sleep 0.1
+done
+
+rows=$T/rows
+: >"$rows"
+# fgds bench: posix and usrbio through fgds; its posix mode again on the
+# ceph-fuse mount (--no-mount-check: not an fgds mount). --backing names
+# an unused local directory (the modes run here read no backing files).
+for spec in "seq 1M $size" "rand 4K $rsize"; do
+  read -r pattern bs sz <<<"$spec"
+  for way in fgds ceph-fuse; do
+    if [ $way = fgds ]; then
+      args=(--mount "$T/fgds" --modes posix,usrbio)
+    else
+      args=(--mount "$T/cf/bench" --no-mount-check --modes posix)
+    fi
+    "$fgds" bench "${args[@]}" --backing "$T/data" --pattern "$pattern" \
+      --bs "$bs" --size "$sz" --cache cold --json "$T/$way.$pattern.json" \
+      >"$T/$way.$pattern.txt" 2>&1 || { cat "$T/$way.$pattern.txt"; exit 1; }
+    python3 - "$T/$way.$pattern.json" "$way" >>"$rows" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    name = "ceph-fuse" if sys.argv[2] == "ceph-fuse" else "fgds-" + r["mode"]
+    print(name, r["op"], r["pattern"], r["gb_per_s"] * 1000, r["iops"])
+PY
+  done
+done
+# libcephfs in-process, on files of its own: write then read in one
+# session (as fgds bench writes then reads through one daemon, whose
+# libcephfs cache keeps part of what it wrote), and a cold read from a
+# fresh session (libcephfs-cold).
+to_bytes() { numfmt --from=iec "$1"; }
+for spec in "seq 1048576 $(to_bytes "$size")" "rand 4096 $(to_bytes "$rsize")"; do
+  read -r pattern bs sz <<<"$spec"
+  f=/bench/baseline.$pattern
+  [ "$pattern" = rand ] && "$baseline" "$conf" "$f" write seq 1048576 "$sz" >/dev/null
+  "$baseline" "$conf" "$f" writeread "$pattern" "$bs" "$sz" |
+    awk '{print "libcephfs", $1, $2, $3, $4}' >>"$rows"
+  "$baseline" "$conf" "$f" read "$pattern" "$bs" "$sz" |
+    awk '{print "libcephfs-cold", $1, $2, $3, $4}' >>"$rows"
+done
+
+echo "CephFS ways in, one cluster ($(ceph --conf "$conf" osd stat 2>/dev/null | head -1)); $size seq, $rsize rand"
+python3 - "$rows" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, op, pattern, mbs, iops = line.split()
+    if op not in ("read", "write"): continue  # (write-nofsync)
+    rows.setdefault((op, pattern), {})[name] = (float(mbs), float(iops))
+print(f"{'test':<12}{'way':<13}{'MB/s':>9}{'IOPS':>10}{'vs libcephfs':>14}")
+for (op, pattern), ways in sorted(rows.items()):
+    base = ways.get("libcephfs")
+    for name in ("libcephfs", "libcephfs-cold", "ceph-fuse", "fgds-posix",
+                 "fgds-usrbio"):
+        if name not in ways: continue
+        mbs, iops = ways[name]
+        ratio = f"{mbs / base[0]:.2f}x" if base and base[0] > 0 else "-"
+        print(f"{op + ' ' + pattern:<12}{name:<13}{mbs:>9.1f}{iops:>10.0f}{ratio:>14}")
+PY
