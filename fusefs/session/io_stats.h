@@ -34,7 +34,6 @@
 #include <string_view>
 
 #include "common/mutex.h"
-
 #include "fusefs/session/ring_stage_stats.h"
 
 namespace fgds::session {
