@@ -2,6 +2,7 @@
 // with a real socket in a temporary directory and FakeBackend.
 #include "fusefs/session/session_server.h"
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -140,16 +141,32 @@ TEST_F(SessionServerTest, SessionsAreServedByAFewThreadsNotOneEach) {
   for (int sock : clients) close(sock);
 }
 
+// Descriptors this process holds (the server's included: it runs here).
+int OpenDescriptors() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n - 1;  // opendir's own
+}
+
 TEST_F(SessionServerTest, OutOfDescriptorsTheAcceptLoopDoesNotSpin) {
   // The issue: accept4 failing with EMFILE left the connection queued, so
   // the socket stayed readable and the accept loop spun at 100% of a CPU.
   // One whole session first: UBSan's vptr check opens a pipe the first time
-  // it meets a type, which it could not do with descriptors used up.
+  // it meets a type, which it could not do with descriptors used up. Then
+  // wait until the server has closed that session's descriptors: a close
+  // still pending when the descriptors run out would free one later and
+  // let a client in (the test failed that way under load).
   {
+    const int before = OpenDescriptors();
     int warm = NewSocket();
     ASSERT_TRUE(ConnectSocket(warm));
     ASSERT_TRUE(Hello(warm));
     close(warm);
+    ASSERT_TRUE(WaitUntil([&] { return OpenDescriptors() == before; }))
+        << OpenDescriptors() << " descriptors open, " << before << " before";
   }
   std::vector<int> clients;
   for (int i = 0; i < 3; ++i) clients.push_back(NewSocket());
