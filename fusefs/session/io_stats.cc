@@ -183,4 +183,35 @@ std::string IoStats::Render() const {
   return out;
 }
 
+std::string IoStats::RenderGpus() const {
+  const int used = gpus_used_.load(std::memory_order_acquire);
+  if (used == 0) return "";
+  // One table: a GPU's facts on each of its rows, so that a script can
+  // read any row alone.
+  std::string out = absl::StrFormat(
+      "\n%-4s %-13s %5s %14s %7s %7s %-12s %-6s %-10s %12s %16s %8s\n", "gpu",
+      "pci", "numa", "bar1-bytes", "direct", "bounce", "why-bounce", "op",
+      "memory", "entries", "bytes", "errors");
+  for (int i = 0; i < used; ++i) {
+    const GpuInfo& info = gpus_[i];
+    const uint64_t direct = info.iovs_direct.load(std::memory_order_relaxed);
+    const uint64_t bounce = info.iovs_bounce.load(std::memory_order_relaxed);
+    const char* why =
+        bounce == 0
+            ? "-"
+            : ReasonName(info.last_reason.load(std::memory_order_relaxed));
+    for (Op op : {Op::kRead, Op::kWrite}) {
+      for (Memory memory : {Memory::kGpuBounce, Memory::kGpuDirect}) {
+        const Totals t = GetGpu(i, op, memory);
+        absl::StrAppendFormat(
+            &out,
+            "%-4d %-13s %5d %14u %7u %7u %-12s %-6s %-10s %12u %16u %8u\n", i,
+            info.pci_bus_id, info.numa_node, info.bar_bytes, direct, bounce,
+            why, OpName(op), MemoryName(memory), t.entries, t.bytes, t.errors);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace fgds::session
