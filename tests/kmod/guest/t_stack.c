@@ -150,13 +150,18 @@ static void dm_create_linear(const char *under, uint64_t start, uint64_t len,
 	wait_node(node);
 }
 
-static void md_stop(void)
+/* Stops the array; @strict: fail unless it was running and stopped. */
+static void md_stop(bool strict)
 {
 	int fd = open("/dev/" MD_NAME, O_RDWR | O_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (strict)
+			fail("open /dev/" MD_NAME ": %s", errname(errno));
 		return;
-	ioctl(fd, STOP_ARRAY, 0); /* ENXIO/EINVAL when not running */
+	}
+	if (ioctl(fd, STOP_ARRAY, 0) && strict)
+		fail("STOP_ARRAY: %s", errname(errno));
 	close(fd);
 }
 
@@ -170,7 +175,7 @@ static int md_create_raid0(const char *const *members, int n)
 	mdu_param_t param = { 0 };
 	int fd, ret;
 
-	md_stop();
+	md_stop(false); /* a leftover of an earlier, failed run */
 	ret = write_text("/sys/module/md_mod/parameters/new_array", MD_NAME);
 	if (ret && ret != -EEXIST)
 		fail("creating %s (md_mod new_array): %s (CONFIG_BLK_DEV_MD in the guest kernel?)",
@@ -210,7 +215,7 @@ static void stack_cleanup(void)
 {
 	umount2(DM_MOUNT, MNT_DETACH);
 	dm_remove();
-	md_stop();
+	md_stop(false);
 }
 
 /* ---- checks --------------------------------------------------------- */
@@ -482,7 +487,7 @@ void t_stack_md_raid0(void)
 	gbuf_teardown(&g);
 	close(dev);
 	close(md);
-	md_stop();
+	md_stop(true);
 	klt_on_exit = NULL;
 	free(want);
 	free(host);
