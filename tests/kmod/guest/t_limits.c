@@ -242,7 +242,7 @@ static long reads_inflight(const char *dev)
 
 /*
  * The exporter revokes memory that an O_DIRECT read from the throttled
- * drive (lab/qemu.sh: its 512 KiB commands complete about a second apart)
+ * drive (lab/qemu.sh: its 512 KiB commands complete about 2 s apart)
  * still targets. With invalidate_timeout_ms lowered to 500, the revoke
  * (the exporter's free path, under its reservation lock) must return after
  * about 500 ms with the read still in flight. The read then completes
