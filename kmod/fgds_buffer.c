@@ -6,9 +6,9 @@
  * only after I/O in flight has drained).
  */
 #include <linux/delay.h>
-#include <linux/jiffies.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>

@@ -23,7 +23,8 @@
  * (BLK_FEAT_PCI_P2PDMA, which the kernel keeps on a stack only where the
  * stacking driver passes such pages through and every member takes them):
  * the members' drivers then check the route of each request they get, so
- * a member without one fails its requests with -EREMOTEIO. A stack whose
+ * a member without one fails its requests (EREMOTEIO on 6.12, EINVAL on
+ * 7.x, as for a drive named directly). A stack whose
  * queue does not take them (dm; md before 7.x) would have every request
  * refused by GUP, so it is refused here, as is any stack without P2PDMA
  * pages.
