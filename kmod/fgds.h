@@ -134,16 +134,13 @@ struct fgds_buffer {
 extern struct workqueue_struct *fgds_release_wq;
 
 /*
- * The largest registration on @fdev: the max_buffer_size parameter, or
- * (0, or larger than the BAR) the BAR size, and never more than a token's
- * offset range (BARs above 1 TiB exist).
+ * The largest registration on @fdev: the max_buffer_size parameter (at
+ * most a token's offset range, 1 TiB: its setter refuses more, and BARs
+ * above 1 TiB exist), or the BAR size when that is smaller.
  */
 static inline u64 fgds_dev_max_buffer_size(const struct fgds_dev *fdev)
 {
-	u64 size = min_t(u64, fgds_max_buffer_size ?: fdev->bar_size,
-			 fdev->bar_size);
-
-	return min_t(u64, size, FGDS_MAX_REGISTRATION_SIZE);
+	return min_t(u64, READ_ONCE(fgds_max_buffer_size), fdev->bar_size);
 }
 
 /* fgds_file.c */

@@ -8,6 +8,7 @@
 #include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
@@ -56,7 +57,14 @@ static bool fgds_page_pinned(struct page *page)
 static bool fgds_buffer_wait_unpinned(struct fgds_buffer *buf,
 				      unsigned int timeout_ms)
 {
-	unsigned long waited_ms = 0;
+	/*
+	 * Deadlines in jiffies, not a sum of the sleeps: msleep(2) sleeps
+	 * two jiffies or more (8 ms at HZ=250), which made a 500 ms limit
+	 * last over 2 s in the lab (invalidate_timeout) and 60 s about 4.
+	 */
+	unsigned long start = jiffies;
+	unsigned long deadline = start + msecs_to_jiffies(timeout_ms);
+	bool warned = false;
 	unsigned int i;
 
 	/* No struct pages yet (invalidated while registering): no pins. */
@@ -74,15 +82,16 @@ static bool fgds_buffer_wait_unpinned(struct fgds_buffer *buf,
 					cond_resched();
 				continue;
 			}
-			if (timeout_ms && waited_ms >= timeout_ms)
+			if (timeout_ms && time_after_eq(jiffies, deadline))
 				return false;
 			msleep(2);
-			waited_ms += 2;
-			if (waited_ms == 10000)
+			if (!warned && time_after(jiffies, start + 10 * HZ)) {
+				warned = true;
 				dev_warn(
 					&buf->fdev->pdev->dev,
 					"registration %llx: I/O still pinning its pages after 10 s; waiting\n",
 					buf->token);
+			}
 		}
 	}
 	return true;

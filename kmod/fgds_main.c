@@ -22,10 +22,43 @@ unsigned int fgds_max_buffers = 1024;
 module_param_named(max_buffers, fgds_max_buffers, uint, 0444);
 MODULE_PARM_DESC(max_buffers, "Registrations allowed per open file (1024)");
 
-unsigned long long fgds_max_buffer_size;
-module_param_named(max_buffer_size, fgds_max_buffer_size, ullong, 0444);
-MODULE_PARM_DESC(max_buffer_size,
-		 "Largest registration in bytes (0: the BAR size)");
+/*
+ * A token's offset range (FGDS_MAX_REGISTRATION_SIZE, 1 TiB) is the most a
+ * registration may span, so that is the default and the ceiling: the setter
+ * refuses anything above it (and 0), at load time and through sysfs, so
+ * the bound holds whatever the BAR size. Lowering it at run time (the
+ * lab's tests do) affects registrations made afterwards.
+ */
+unsigned long long fgds_max_buffer_size = FGDS_MAX_REGISTRATION_SIZE;
+
+static int fgds_max_buffer_size_set(const char *val,
+				    const struct kernel_param *kp)
+{
+	unsigned long long size;
+	int ret;
+
+	ret = kstrtoull(val, 0, &size);
+	if (ret)
+		return ret;
+	if (!size || size > FGDS_MAX_REGISTRATION_SIZE) {
+		pr_err("fgds: max_buffer_size=%llu: must be 1 to %llu (1 TiB, a token's range)\n",
+		       size, FGDS_MAX_REGISTRATION_SIZE);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(unsigned long long *)kp->arg, size);
+	return 0;
+}
+
+static const struct kernel_param_ops fgds_max_buffer_size_ops = {
+	.set = fgds_max_buffer_size_set,
+	.get = param_get_ullong,
+};
+module_param_cb(max_buffer_size, &fgds_max_buffer_size_ops,
+		&fgds_max_buffer_size, 0644);
+__MODULE_PARM_TYPE(max_buffer_size, "ullong");
+MODULE_PARM_DESC(
+	max_buffer_size,
+	"Largest registration in bytes, also bounded by the BAR size (default and maximum 1 TiB)");
 
 unsigned int fgds_invalidate_timeout_ms = 60000;
 module_param_named(invalidate_timeout_ms, fgds_invalidate_timeout_ms, uint,

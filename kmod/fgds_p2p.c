@@ -17,6 +17,17 @@
  * of a stack), so I/O from elsewhere cannot reach the BAR without a route.
  * With GENERIC pages (allow_generic_pages) this check is the only one
  * (docs/kmod.md, "Page type").
+ *
+ * A stacked device (dm, md) has no PCI parent to measure. With P2PDMA
+ * pages it is accepted when its queue takes P2PDMA pages at all
+ * (BLK_FEAT_PCI_P2PDMA, which the kernel keeps on a stack only where the
+ * stacking driver passes such pages through and every member takes them):
+ * the members' drivers then check the route of each request they get, so
+ * a member without one fails its requests (EREMOTEIO on 6.12, EINVAL on
+ * 7.x, as for a drive named directly). A stack whose
+ * queue does not take them (dm; md before 7.x) would have every request
+ * refused by GUP, so it is refused here, as is any stack without P2PDMA
+ * pages.
  */
 #include <linux/blkdev.h>
 #include <linux/file.h>
@@ -35,14 +46,15 @@ static struct block_device *fgds_file_bdev(struct file *file)
 	return inode->i_sb->s_bdev;
 }
 
-#if !IS_ENABLED(CONFIG_PCI_P2PDMA)
-static struct pci_dev *fgds_find_pci_parent(struct device *dev)
+static struct pci_dev *__maybe_unused fgds_find_pci_parent(struct device *dev)
 {
 	for (; dev; dev = dev->parent)
 		if (dev_is_pci(dev))
 			return to_pci_dev(dev);
 	return NULL;
 }
+
+#if !IS_ENABLED(CONFIG_PCI_P2PDMA)
 
 /* Steps from a device up to a bridge, or -1 if the bridge is not above. */
 static int fgds_bridge_distance(struct pci_dev *dev, struct pci_dev *bridge)
@@ -80,17 +92,35 @@ static int fgds_route_distance(struct pci_dev *gpu, struct device *client)
 		return 1024; /* as the kernel counts a trip via the host */
 	return -1;
 }
+
+/* Without P2PDMA pages nothing checks a stack's requests: never a stack. */
+static bool fgds_stack_checks_route(struct block_device *bdev)
+{
+	return false;
+}
 #else
 static int fgds_route_distance(struct pci_dev *gpu, struct device *client)
 {
 	return pci_p2pdma_distance_many(gpu, &client, 1, false);
+}
+
+/* See the top of this file. */
+static bool fgds_stack_checks_route(struct block_device *bdev)
+{
+#ifdef blk_queue_pci_p2pdma
+	return !fgds_find_pci_parent(disk_to_dev(bdev->bd_disk)) &&
+	       blk_queue_pci_p2pdma(bdev_get_queue(bdev));
+#else
+	return false;
+#endif
 }
 #endif
 
 /*
  * fgds_p2p_check_fd - 0 if the block device behind @storage_fd can DMA to
  * @fdev's BAR, else -EBADF, -ENOTBLK (not on a block device) or -EREMOTEIO
- * (no peer-to-peer route). *@distance gets the route's distance or -1.
+ * (no peer-to-peer route). *@distance gets the route's distance, or -1
+ * (refused, or a stack whose members' routes are checked per request).
  */
 int fgds_p2p_check_fd(struct fgds_dev *fdev, int storage_fd, int *distance)
 {
@@ -106,6 +136,10 @@ int fgds_p2p_check_fd(struct fgds_dev *fdev, int storage_fd, int *distance)
 	if (!bdev || !bdev->bd_disk) {
 		fput(file);
 		return -ENOTBLK;
+	}
+	if (fgds_stack_checks_route(bdev)) {
+		fput(file);
+		return 0;
 	}
 	dist = fgds_route_distance(fdev->pdev, disk_to_dev(bdev->bd_disk));
 	if (dist < 0)

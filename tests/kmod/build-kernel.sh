@@ -69,6 +69,8 @@ src=$cache/src-$(basename "$tarball" .tar.xz)
 prefix=$cache/kernel-${flavour:+$flavour-}$series-
 out=$prefix$key
 if [ -f "$out/.fgds-built" ]; then
+  # Last use, for the pruning below.
+  touch "$out/.fgds-built"
   echo "$out"
   exit 0
 fi
@@ -106,9 +108,17 @@ if ! make -s -C "$src" O="$out" -j"$jobs" all >"$out/build.log" 2>&1; then
 fi
 log "built in $((SECONDS - start)) s"
 touch "$out/.fgds-built"
-# Builds for older configurations or sources of this series are dead
-# weight (about 300 MB each): keep only this one.
+# Builds for other configurations or sources of this series are dead
+# weight (about 300 MB each) once nothing uses them; but the cache is shared
+# (CI, every branch's lab runs), and another branch may still boot its own
+# configuration: remove only builds unused for a week (.fgds-built is
+# touched on every use) and half-done ones older than a day.
 for old in "$prefix"*; do
-  [ "$old" = "$out" ] || rm -rf "$old"
+  [ "$old" = "$out" ] && continue
+  if [ -f "$old/.fgds-built" ]; then
+    [ -n "$(find "$old/.fgds-built" -mtime +7)" ] && rm -rf "$old"
+  elif [ -n "$(find "$old" -maxdepth 0 -mtime +1)" ]; then
+    rm -rf "$old"
+  fi
 done
 echo "$out"

@@ -11,6 +11,8 @@
 #                      adds lock-order proofs (docs/kmod.md, "Locking")
 #   FGDS_LAB_CACHE     kernels, header packages (default /var/cache/fgds-lab)
 #   FGDS_LAB_WORK      where the private work directory goes (default /tmp)
+#   FGDS_LAB_LIBFGDS_BUILD  the user-space build (default
+#                      $FGDS_LAB_CACHE/libfgds-build, shared by every run)
 #   FGDS_LAB_BOOT_TIMEOUT  seconds a guest may run (default 600)
 #   FGDS_LAB_KEEP=1    keep the work directory even when all passed
 # Needs root (apt-get, mknod).
@@ -69,7 +71,7 @@ fi
 # relink.
 repo=$(cd "$here/../.." && pwd)
 "$repo/deploy/install-deps.sh" >/dev/null
-libfgds_build=${FGDS_LAB_CACHE:-/var/cache/fgds-lab}/libfgds-build
+libfgds_build=${FGDS_LAB_LIBFGDS_BUILD:-${FGDS_LAB_CACHE:-/var/cache/fgds-lab}/libfgds-build}
 # CMake refuses a build tree configured from another source directory, and
 # every CI run checks out to a fresh path: start over when the source moved.
 if [ -f "$libfgds_build/CMakeCache.txt" ] &&

@@ -83,6 +83,18 @@ else
 fi
 [ -n "$FGDS_LAB_RAW_SCRATCH_OFF" ] &&
   set -- "$@" --scratch-off "$FGDS_LAB_RAW_SCRATCH_OFF"
+[ -n "$FGDS_LAB_SLOW_DEV" ] && set -- "$@" --slow "$FGDS_LAB_SLOW_DEV"
+[ -n "$FGDS_LAB_STACK_DEV" ] &&
+  set -- "$@" --stack "$FGDS_LAB_STACK_DEV" \
+    --stack-fs-off "$FGDS_LAB_STACK_FS_OFF" --stack-file "$FGDS_LAB_STACK_FILE"
+# Which stacks pass P2PDMA pages through, per guest kernel (from their
+# sources: BLK_FEAT_PCI_P2PDMA is set by md raid0/1/10 in 7.x, by no dm
+# target in either), so the stack tests pin the kernel's answer instead of
+# accepting either.
+case $FGDS_LAB_SERIES in
+  6.12) set -- "$@" --dm-p2p 0 --md-p2p 0 ;;
+  7.2) set -- "$@" --dm-p2p 0 --md-p2p 1 ;;
+esac
 
 echo "guest-tests: $bin $*"
 "$bin" "$@" || failed=1
@@ -208,6 +220,16 @@ if rmmod fgds_test_exporter; then
   pass rmmod_exporter
 else
   fail rmmod_exporter "rmmod fgds_test_exporter failed (refcnt $(cat /sys/module/fgds_test_exporter/refcnt))"
+fi
+
+# No configuration lifts the 1 TiB bound on a registration (a token's
+# range): a larger max_buffer_size fails the load.
+# shellcheck disable=SC2086
+if insmod /lab/fgds.ko $fgds_params max_buffer_size=$((1099511627776 + 4096)) 2>/dev/null; then
+  fail insmod_max_buffer_size_refused "insmod with max_buffer_size 1 TiB + 4 KiB succeeded"
+  rmmod fgds
+else
+  pass insmod_max_buffer_size_refused
 fi
 
 # fgds alone loads and unloads again.

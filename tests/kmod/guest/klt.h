@@ -39,6 +39,8 @@ enum klt_slot {
 	SLOT_FORK,
 	SLOT_THREADS,
 	SLOT_FIXED,
+	SLOT_TIMEOUT,
+	SLOT_STACK,
 };
 
 /* The raw disk's scratch area (32 MiB), cut for the tests that write. */
@@ -58,6 +60,14 @@ struct klt_lab {
 	const char *noroute_path; /* NULL: see noroute_why */
 	const char *noroute_why;
 	const char *tmp_dir; /* on tmpfs */
+	const char *slow_path; /* serial fgds-slow (reads throttled), or NULL */
+	const char *stack_path; /* serial fgds-stack, or NULL */
+	uint64_t stack_fs_off; /* where its ext4 filesystem starts */
+	const char *stack_file; /* the pattern file's name in it */
+	/* Whether this kernel passes P2PDMA pages through dm / md raid0: 1,
+	 * 0, or -1 (not known: either outcome is checked, not pinned). */
+	int dm_p2p;
+	int md_p2p;
 	uint64_t raw_size;
 	uint64_t raw_scratch_off;
 	unsigned int want_max_buffers; /* what guest-tests.sh loaded */
@@ -69,8 +79,12 @@ struct klt_lab {
 };
 extern struct klt_lab lab;
 
-/* Reporting (klt_lib.c). fail() and skip() end the test process. */
+/* Reporting (klt_lib.c). fail() and skip() end the test process, after
+ * calling klt_on_exit (if set): a test that changed shared state (a
+ * module parameter, a mount) puts it back there. */
 extern const char *klt_test;
+extern void (*klt_on_exit)(void);
+void klt_run_on_exit(void); /* calls klt_on_exit once */
 __attribute__((noreturn, format(printf, 1, 2))) void fail(const char *fmt, ...);
 __attribute__((noreturn, format(printf, 1, 2))) void skip(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
@@ -195,6 +209,15 @@ void t_fork_nocopy(void);
 void t_pages_uncached(void);
 void t_longterm_pin_refused(void);
 void t_io_unrouted_refused(void);
+void t_max_buffer_size_ceiling(void);
+void t_max_buffer_size_lowered(void);
+void t_invalidate_timeout(void);
+void t_stack_dm_linear(void);
+void t_stack_md_raid0(void);
 int hold_main(void);
+
+/* Module parameters (t_limits.c): 0 or -errno. */
+int param_write(const char *name, const char *value);
+void param_read(const char *name, char *buf, size_t len);
 
 #endif /* KLT_H */

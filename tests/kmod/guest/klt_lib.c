@@ -23,6 +23,16 @@
 
 struct klt_lab lab;
 const char *klt_test = "?";
+void (*klt_on_exit)(void);
+
+void klt_run_on_exit(void)
+{
+	void (*fn)(void) = klt_on_exit;
+
+	klt_on_exit = NULL; /* once, even if it fails itself */
+	if (fn)
+		fn();
+}
 
 static void vreport(const char *kind, const char *fmt, va_list ap)
 {
@@ -41,6 +51,7 @@ void fail(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("FAIL", fmt, ap);
 	va_end(ap);
+	klt_run_on_exit();
 	_exit(1);
 }
 
@@ -51,6 +62,7 @@ void skip(const char *fmt, ...)
 	va_start(ap, fmt);
 	vreport("SKIP", fmt, ap);
 	va_end(ap);
+	klt_run_on_exit();
 	_exit(2);
 }
 

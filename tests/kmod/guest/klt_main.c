@@ -11,6 +11,8 @@
  *       --ext4-file /mnt/ext4/data.bin --tmpdir /run/klt \
  *       [--noroute /dev/nvme2n1 | --noroute-skip REASON] \
  *       [--scratch-off BYTES] [--max-buffers N] [--timeout S]
+ *       [--slow /dev/nvme3n1] [--stack /dev/nvme4n1 --stack-fs-off BYTES
+ *        --stack-file NAME] [--dm-p2p 0|1] [--md-p2p 0|1]
  *       [--name-suffix SUFFIX] [TEST-GLOB...]
  *   kmod_lab_test --list
  *   kmod_lab_test [device options] --hold
@@ -103,6 +105,11 @@ static const struct {
 	T(pages_uncached),
 	T(longterm_pin_refused),
 	T(io_unrouted_refused),
+	T(max_buffer_size_ceiling),
+	T(max_buffer_size_lowered),
+	T(invalidate_timeout),
+	T(stack_dm_linear),
+	T(stack_md_raid0),
 #undef T
 };
 
@@ -219,6 +226,7 @@ static bool run_one(const char *base, const char *suffix, void (*fn)(void),
 	if (!pid) {
 		klt_test = name;
 		fn();
+		klt_run_on_exit();
 		dprintf(STDOUT_FILENO, "PASS %s\n", name);
 		_exit(0);
 	}
@@ -289,12 +297,19 @@ int main(int argc, char **argv)
 		{ "list", no_argument, NULL, 'l' },
 		{ "hold", no_argument, NULL, 'H' },
 		{ "name-suffix", required_argument, NULL, 'S' },
+		{ "slow", required_argument, NULL, 'w' },
+		{ "stack", required_argument, NULL, 'k' },
+		{ "stack-fs-off", required_argument, NULL, 'o' },
+		{ "stack-file", required_argument, NULL, 'f' },
+		{ "dm-p2p", required_argument, NULL, 'D' },
+		{ "md-p2p", required_argument, NULL, 'M' },
 		{}
 	};
 	int opt, timeout_s = 180, failed = 0;
 	const char *suffix = "";
 	bool hold = false;
 
+	lab.dm_p2p = lab.md_p2p = -1;
 	/* Every line reaches the console even if the guest panics next. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -331,6 +346,24 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			suffix = optarg;
+			break;
+		case 'w':
+			lab.slow_path = optarg;
+			break;
+		case 'k':
+			lab.stack_path = optarg;
+			break;
+		case 'o':
+			lab.stack_fs_off = strtoull(optarg, NULL, 0);
+			break;
+		case 'f':
+			lab.stack_file = optarg;
+			break;
+		case 'D':
+			lab.dm_p2p = atoi(optarg);
+			break;
+		case 'M':
+			lab.md_p2p = atoi(optarg);
 			break;
 		case 'l':
 			for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]);

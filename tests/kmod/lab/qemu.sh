@@ -12,6 +12,8 @@
 #              sw_dn0 - ivshmem-plain, BAR2 = DIR/gpumem (the "GPU")
 #              sw_dn1 - nvme serial fgds-raw    (raw.img)
 #              sw_dn2 - nvme serial fgds-ext4   (ext4.img)
+#              sw_dn3 - nvme serial fgds-slow   (slow.img, reads throttled)
+#              sw_dn4 - nvme serial fgds-stack  (stack.img)
 #   pcie.0 - rp_alone (root port) - nvme serial fgds-noroute (noroute.img)
 set -euo pipefail
 
@@ -30,17 +32,26 @@ args=(
   -device xio3130-downstream,id=sw_dn0,bus=sw_up,chassis=2,slot=0
   -device xio3130-downstream,id=sw_dn1,bus=sw_up,chassis=3,slot=0
   -device xio3130-downstream,id=sw_dn2,bus=sw_up,chassis=4,slot=0
+  -device xio3130-downstream,id=sw_dn3,bus=sw_up,chassis=6,slot=0
+  -device xio3130-downstream,id=sw_dn4,bus=sw_up,chassis=7,slot=0
   -object "memory-backend-file,id=gpumem,size=$(stat -c %s "$dir/gpumem"),mem-path=$dir/gpumem,share=on"
   -device ivshmem-plain,memdev=gpumem,bus=sw_dn0
   -device pcie-root-port,id=rp_alone,bus=pcie.0,chassis=5,slot=0
 )
-add_drive() {  # add_drive ID IMAGE SERIAL BUS
-  args+=(-drive "file=$dir/$2,if=none,id=$1,format=raw,cache=none,aio=threads"
+add_drive() {  # add_drive ID IMAGE SERIAL BUS [DRIVE-OPTIONS]
+  args+=(-drive "file=$dir/$2,if=none,id=$1,format=raw,cache=none,aio=threads${5:+,$5}"
          -device "nvme,serial=$3,drive=$1,bus=$4")
 }
 add_drive nv0 raw.img fgds-raw sw_dn1
 add_drive nv1 ext4.img fgds-ext4 sw_dn2
 add_drive nv2 noroute.img fgds-noroute rp_alone
+# Reads at 256 KiB/s: QEMU's leaky bucket lets a request through while the
+# bucket is below a tenth of a second's worth, so of a 2 MiB O_DIRECT read
+# (four 512 KiB NVMe commands) the first completes at once and the others
+# about 2 s apart (measured: 1.1-1.9 s for all four at 512 KiB/s, too
+# close to the invalidate_timeout test's 500 ms under a loaded host).
+add_drive nv3 slow.img fgds-slow sw_dn3 throttling.bps-read=262144
+add_drive nv4 stack.img fgds-stack sw_dn4
 
 # DIR/qemu.pid lets run-lab.sh end QEMU when it is itself interrupted.
 timeout -k 10 "$timeout_s" qemu-system-x86_64 "${args[@]}" &
