@@ -26,33 +26,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/ceph/test_cluster.h"
 #include "tests/lib/mounted_fs.h"
 
 namespace fgds::testing {
 
-struct CephCluster {
-  std::string dir;   // empty: not started by us
-  std::string conf;  // empty: unavailable (skip_reason says why)
-  std::string skip_reason;
-};
+using CephCluster = TestCluster;
 
 // Set by CephClusterEnvironment::SetUp, for the whole run.
 inline CephCluster* ceph_cluster = nullptr;
-
-// Runs `command` with sh; its stdout, and its exit code in *rc.
-inline std::string RunCommand(const std::string& command, int* rc) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) {
-    *rc = -1;
-    return out;
-  }
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  int status = pclose(p);
-  *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
-}
 
 class CephClusterEnvironment : public ::testing::Environment {
  public:
@@ -71,45 +53,21 @@ class CephClusterEnvironment : public ::testing::Environment {
       return;
     }
     auto start = std::chrono::steady_clock::now();
-    int rc = 0;
-    std::string out =
-        RunCommand(absl::StrCat(FGDS_CEPH_SCRIPTS, "/start-cluster.sh"), &rc);
-    double secs =
+    bool missing = false;
+    if (!ceph_cluster->Start("", &missing)) {
+      if (!missing) ADD_FAILURE() << "test cluster did not start";
+      return;
+    }
+    const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (rc == 77) {
-      ceph_cluster->skip_reason =
-          "ceph daemons not installed (deploy/install-deps.sh)";
-      return;
-    }
-    if (rc != 0) {
-      ceph_cluster->skip_reason = absl::StrCat("start-cluster.sh failed (rc ",
-                                               rc, "); its message is above");
-      ADD_FAILURE() << "test cluster did not start: " << out;
-      return;
-    }
-    ceph_cluster->dir = Value(out, "CEPH_CLUSTER_DIR");
-    ceph_cluster->conf = Value(out, "CEPH_CONF");
     fprintf(stderr, "ceph test cluster up in %.1f s: %s\n", secs,
             ceph_cluster->conf.c_str());
   }
   void TearDown() override {
-    if (ceph_cluster != nullptr && !ceph_cluster->dir.empty()) {
-      int rc = 0;
-      RunCommand(absl::StrCat(FGDS_CEPH_SCRIPTS, "/stop-cluster.sh ",
-                              ceph_cluster->dir),
-                 &rc);
-    }
+    if (ceph_cluster != nullptr) ceph_cluster->Stop();
     delete ceph_cluster;
     ceph_cluster = nullptr;
-  }
-
- private:
-  static std::string Value(const std::string& out, const std::string& key) {
-    size_t at = out.find(key + "=");
-    if (at == std::string::npos) return "";
-    size_t end = out.find('\n', at);
-    return out.substr(at + key.size() + 1, end - at - key.size() - 1);
   }
 };
 
