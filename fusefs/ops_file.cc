@@ -184,8 +184,9 @@ void DoTmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode,
   }
   fuse_entry_param e;
   FillEntry(fs, entry, &e);
-  SetOpenReply(fs, file, fi);
+  SetOpenReply(req, fs, entry.node, file, fi);
   if (fuse_reply_create(req, &e, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
     fs.backend->Release(file);
     fs.backend->Forget(entry.node, 1);
   }
