@@ -132,6 +132,27 @@ void DoOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
 }
 
+// Answers a create (named or O_TMPFILE) whose backend call returned `res`:
+// the entry and the open file, or the error. If the reply cannot be sent
+// (the caller was interrupted), the file and the node's lookup are given
+// back, as the kernel will never release them.
+void ReplyCreated(fuse_req_t req, Filesystem& fs, int res,
+                  const backend::Entry& entry, backend::File* file,
+                  fuse_file_info* fi) {
+  if (res != 0) {
+    fuse_reply_err(req, -res);
+    return;
+  }
+  fuse_entry_param e;
+  FillEntry(fs, entry, &e);
+  SetOpenReply(req, fs, entry.node, file, fi);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    UnsetOpenReply(req, fs, file);
+    fs.backend->Release(file);
+    fs.backend->Forget(entry.node, 1);
+  }
+}
+
 void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
               fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
@@ -146,18 +167,7 @@ void DoCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   int res = fs.backend->Create(CallerOf(req, true), parent, name, mode,
                                BackingFlags(fs, fi->flags), &entry, &file);
   timer.set_result(res);
-  if (res != 0) {
-    fuse_reply_err(req, -res);
-    return;
-  }
-  fuse_entry_param e;
-  FillEntry(fs, entry, &e);
-  SetOpenReply(req, fs, entry.node, file, fi);
-  if (fuse_reply_create(req, &e, fi) != 0) {
-    UnsetOpenReply(req, fs, file);
-    fs.backend->Release(file);
-    fs.backend->Forget(entry.node, 1);
-  }
+  ReplyCreated(req, fs, res, entry, file, fi);
 }
 
 #if FUSE_VERSION >= FUSE_MAKE_VERSION(3, 15)
@@ -178,18 +188,7 @@ void DoTmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode,
   int res = fs.backend->TmpFile(CallerOf(req, true), parent, mode,
                                 BackingFlags(fs, fi->flags), &entry, &file);
   timer.set_result(res);
-  if (res != 0) {
-    fuse_reply_err(req, -res);
-    return;
-  }
-  fuse_entry_param e;
-  FillEntry(fs, entry, &e);
-  SetOpenReply(req, fs, entry.node, file, fi);
-  if (fuse_reply_create(req, &e, fi) != 0) {
-    UnsetOpenReply(req, fs, file);
-    fs.backend->Release(file);
-    fs.backend->Forget(entry.node, 1);
-  }
+  ReplyCreated(req, fs, res, entry, file, fi);
 }
 #endif
 
