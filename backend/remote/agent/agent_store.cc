@@ -63,21 +63,14 @@ int64_t DirStore::Read(const std::string& path, uint64_t offset, void* out,
   int fd = OpenFile(path, O_RDONLY);
   if (fd < 0) return fd;
   auto* p = static_cast<char*>(out);
-  size_t got = 0;
-  int64_t result = 0;
-  while (got < length) {
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
     ssize_t n =
-        pread(fd, p + got, length - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      result = -errno;
-      break;
-    }
-    if (n == 0) break;  // end of file
-    got += static_cast<size_t>(n);
-  }
+        pread(fd, p + done, length - done, static_cast<off_t>(offset + done));
+    return n < 0 ? -errno : n;
+  });
   close(fd);
-  return result < 0 ? result : static_cast<int64_t>(got);
+  // Bytes read before an error are reported, as read(2) does.
+  return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : m.error;
 }
 
 int64_t DirStore::Write(const std::string& path, uint64_t offset,
@@ -85,23 +78,14 @@ int64_t DirStore::Write(const std::string& path, uint64_t offset,
   int fd = OpenFile(path, O_WRONLY);
   if (fd < 0) return fd;
   const auto* p = static_cast<const char*>(data);
-  size_t put = 0;
-  int64_t result = 0;
-  while (put < length) {
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
     ssize_t n =
-        pwrite(fd, p + put, length - put, static_cast<off_t>(offset + put));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      result = -errno;
-      break;
-    }
-    put += static_cast<size_t>(n);
-  }
+        pwrite(fd, p + done, length - done, static_cast<off_t>(offset + done));
+    return n < 0 ? -errno : n;
+  });
   close(fd);
-  // A write that moved some bytes before failing reports them, as
-  // pwrite(2) does.
-  if (result < 0 && put == 0) return result;
-  return static_cast<int64_t>(put);
+  // Bytes written before an error are reported, as write(2) does.
+  return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : m.error;
 }
 
 }  // namespace fgds::remote

@@ -14,6 +14,7 @@
 #ifndef FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
 #define FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,6 +34,30 @@ class AgentStore {
   virtual int64_t Write(const std::string& path, uint64_t offset,
                         const void* data, size_t length) = 0;
 };
+
+// MoveAll: calls `step(done)` (which moves bytes from offset `done` on and
+// returns how many, 0 at end of file, or -errno) until `length` bytes
+// moved, the file ended, or an error; retries -EINTR. The stores' read and
+// write loops.
+struct Moved {
+  size_t bytes = 0;
+  int error = 0;  // the -errno that stopped it; 0 if none
+};
+template <typename Step>
+Moved MoveAll(size_t length, Step step) {
+  Moved m;
+  while (m.bytes < length) {
+    const int64_t n = step(m.bytes);
+    if (n == -EINTR) continue;
+    if (n < 0) {
+      m.error = static_cast<int>(n);
+      break;
+    }
+    if (n == 0) break;
+    m.bytes += static_cast<size_t>(n);
+  }
+  return m;
+}
 
 class DirStore : public AgentStore {
  public:

@@ -54,20 +54,12 @@ int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
   int fd = OpenFile(path, O_RDONLY);
   if (fd < 0) return fd;
   auto* p = static_cast<char*>(out);
-  size_t got = 0;
-  int64_t result = 0;
-  while (got < length) {
-    int n = ceph_read(cmount_, fd, p + got, length - got,
-                      static_cast<int64_t>(offset + got));
-    if (n < 0) {
-      result = n;
-      break;
-    }
-    if (n == 0) break;  // end of file
-    got += static_cast<size_t>(n);
-  }
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
+    return ceph_read(cmount_, fd, p + done, length - done,
+                     static_cast<int64_t>(offset + done));
+  });
   ceph_close(cmount_, fd);
-  return result < 0 && got == 0 ? result : static_cast<int64_t>(got);
+  return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : m.error;
 }
 
 int64_t CephStore::Write(const std::string& path, uint64_t offset,
@@ -75,31 +67,22 @@ int64_t CephStore::Write(const std::string& path, uint64_t offset,
   int fd = OpenFile(path, O_WRONLY);
   if (fd < 0) return fd;
   const auto* p = static_cast<const char*>(data);
-  size_t put = 0;
-  int64_t result = 0;
-  while (put < length) {
-    int n = ceph_write(cmount_, fd, p + put, length - put,
-                       static_cast<int64_t>(offset + put));
-    if (n < 0) {
-      result = n;
-      break;
-    }
-    if (n == 0) {
-      result = -EIO;
-      break;
-    }
-    put += static_cast<size_t>(n);
-  }
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
+    return ceph_write(cmount_, fd, p + done, length - done,
+                      static_cast<int64_t>(offset + done));
+  });
+  int error = m.error;
+  if (error == 0 && m.bytes < length) error = -EIO;  // wrote nothing more
   // Written through before the reply: the daemon's fsync goes to its own
   // libcephfs client, which never saw these bytes, so data buffered here
   // would be lost with the agent while the application believed it synced.
-  if (put > 0) {
+  if (m.bytes > 0) {
     int synced = ceph_fsync(cmount_, fd, /*syncdataonly=*/1);
-    if (synced < 0) result = synced;
+    if (synced < 0) error = synced;
   }
   ceph_close(cmount_, fd);
-  if (result < 0) return result;  // not durable: no byte counts as written
-  return static_cast<int64_t>(put);
+  if (error < 0) return error;  // not durable: no byte counts as written
+  return static_cast<int64_t>(m.bytes);
 }
 
 }  // namespace fgds::remote
