@@ -16,7 +16,7 @@
 // What this does not give: confidentiality or integrity of the data that
 // follows (the payload CRC catches corruption, not an attacker on the
 // path). The cluster network is trusted as Ceph's own public network is;
-// docs/remote.md says so.
+// docs/agent.md says so.
 //
 // Thread safety: pure functions.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_AUTH_H_
