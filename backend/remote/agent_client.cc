@@ -225,40 +225,33 @@ int64_t AgentClient::Request(FrameType type, std::string_view path,
 
 int64_t AgentClient::Read(std::string_view path, uint64_t offset, void* out,
                           size_t length) {
-  if (int rc = CheckRelativePath(path); rc != 0) {
-    last_error_ = absl::StrCat("path '", std::string(path),
-                               "' cannot name a file under the agent's root");
-    return rc;
-  }
-  auto* p = static_cast<uint8_t*>(out);
-  size_t done = 0;
-  while (done < length) {
-    const size_t piece = std::min<size_t>(length - done, max_io_);
-    const int64_t n =
-        Request(FrameType::kRead, path, offset + done, p + done, piece);
-    if (n < 0) return done > 0 ? static_cast<int64_t>(done) : n;
-    done += static_cast<size_t>(n);
-    if (static_cast<size_t>(n) < piece) break;  // end of file
-  }
-  return static_cast<int64_t>(done);
+  return Transfer(FrameType::kRead, path, offset, static_cast<uint8_t*>(out),
+                  length);
 }
 
 int64_t AgentClient::Write(std::string_view path, uint64_t offset,
                            const void* data, size_t length) {
+  // The agent only reads a write's buffer (RequestOnce sends it).
+  return Transfer(FrameType::kWrite, path, offset,
+                  const_cast<uint8_t*>(static_cast<const uint8_t*>(data)),
+                  length);
+}
+
+int64_t AgentClient::Transfer(FrameType type, std::string_view path,
+                              uint64_t offset, uint8_t* buffer, size_t length) {
   if (int rc = CheckRelativePath(path); rc != 0) {
     last_error_ = absl::StrCat("path '", std::string(path),
                                "' cannot name a file under the agent's root");
     return rc;
   }
-  auto* p = const_cast<uint8_t*>(static_cast<const uint8_t*>(data));
   size_t done = 0;
   while (done < length) {
     const size_t piece = std::min<size_t>(length - done, max_io_);
-    const int64_t n =
-        Request(FrameType::kWrite, path, offset + done, p + done, piece);
+    const int64_t n = Request(type, path, offset + done, buffer + done, piece);
     if (n < 0) return done > 0 ? static_cast<int64_t>(done) : n;
     done += static_cast<size_t>(n);
-    if (static_cast<size_t>(n) < piece) break;  // a short write: disk full
+    // Short: end of file for a read, a full disk for a write.
+    if (static_cast<size_t>(n) < piece) break;
   }
   return static_cast<int64_t>(done);
 }

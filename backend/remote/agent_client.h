@@ -77,6 +77,10 @@ class AgentClient {
   explicit AgentClient(AgentClientOptions options);
   // (Re)connects and runs the handshake: 0 or -errno (last_error_ set).
   int Reconnect();
+  // Read and Write: the path checked, then requests of at most max_io_
+  // bytes until `length` moved or one comes back short or failed.
+  int64_t Transfer(FrameType type, std::string_view path, uint64_t offset,
+                   uint8_t* buffer, size_t length);
   // One request of at most max_io_ bytes, retried once on a new connection
   // if the connection failed.
   int64_t Request(FrameType type, std::string_view path, uint64_t offset,
