@@ -1,13 +1,9 @@
 // `fgds agent` as a user runs it: the real binary serves a directory over
 // loopback TCP to a daemon's client, prints where it listens, refuses bad
 // setups with a message, and stops cleanly on SIGTERM.
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>

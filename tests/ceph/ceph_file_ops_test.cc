@@ -16,22 +16,12 @@
 
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
+#include "tests/lib/file_contents.h"
 
 namespace fgds::testing {
 namespace {
 
 using CephFileOpsTest = CephTest;
-
-std::string ReadFile(const std::string& path) {
-  std::string data;
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return "<open failed>";
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) data.append(buf, n);
-  close(fd);
-  return data;
-}
 
 TEST_F(CephFileOpsTest, MknodMakesFifosSocketsAndDevices) {
   const std::string fifo = dir_ + "/fifo", dev = dir_ + "/null",
@@ -71,7 +61,7 @@ TEST_F(CephFileOpsTest, FallocateAndPunchHole) {
       0)
       << strerror(errno);
   close(fd);
-  std::string got = ReadFile(path);
+  std::string got = ReadAll(path);
   ASSERT_EQ(got.size(), 3u << 20);
   EXPECT_EQ(got.substr(0, 4096), std::string(4096, 'x'));
   EXPECT_EQ(got.substr(4096, 1 << 20), std::string(1 << 20, '\0'));
@@ -150,11 +140,11 @@ TEST_F(CephFileOpsTest, RenameFlagsSymlinksAndHardLinks) {
   EXPECT_EQ(errno, EINVAL);
   EXPECT_EQ(
       renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, c.c_str(), RENAME_WHITEOUT), -1);
-  EXPECT_EQ(ReadFile(a), "A");
-  EXPECT_EQ(ReadFile(b), "B");
+  EXPECT_EQ(ReadAll(a), "A");
+  EXPECT_EQ(ReadAll(b), "B");
   // A plain rename over an existing file replaces it.
   ASSERT_EQ(rename(a.c_str(), b.c_str()), 0);
-  EXPECT_EQ(ReadFile(b), "A");
+  EXPECT_EQ(ReadAll(b), "A");
 
   // Symlinks: dangling, long targets, and through the link.
   std::string target;
@@ -174,7 +164,7 @@ TEST_F(CephFileOpsTest, RenameFlagsSymlinksAndHardLinks) {
   ASSERT_EQ(stat(b.c_str(), &st), 0);
   EXPECT_EQ(st.st_nlink, 2u);
   ASSERT_EQ(unlink(b.c_str()), 0);
-  EXPECT_EQ(ReadFile(dir_ + "/sub/b2"), "A");
+  EXPECT_EQ(ReadAll(dir_ + "/sub/b2"), "A");
   ASSERT_EQ(stat((dir_ + "/sub/b2").c_str(), &st), 0);
   EXPECT_EQ(st.st_nlink, 1u);
   EXPECT_EQ(link((dir_ + "/sub/b2").c_str(), (dir_ + "/sub/b2").c_str()), -1);

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
 #include "tests/integration/usrbio_gpu_harness.h"
+#include "tests/lib/file_contents.h"
 
 namespace fgds::testing {
 namespace {
@@ -26,17 +27,6 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 using CephIoTest = CephTest;
-
-std::string ReadFile(const std::string& path) {
-  std::string data;
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return "<open failed>";
-  std::vector<char> buf(1 << 20);
-  ssize_t n;
-  while ((n = read(fd, buf.data(), buf.size())) > 0) data.append(buf.data(), n);
-  close(fd);
-  return data;
-}
 
 bool WritePattern(const std::string& path, uint64_t size, uint64_t seed) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -55,7 +45,7 @@ bool WritePattern(const std::string& path, uint64_t size, uint64_t seed) {
 
 // A counter of the "# ceph:" line of /.fgds/stats.
 uint64_t CephCounter(const std::string& mountpoint, const std::string& name) {
-  std::string stats = ReadFile(mountpoint + "/.fgds/stats");
+  std::string stats = ReadAll(mountpoint + "/.fgds/stats");
   size_t at = stats.find(" " + name + "=");
   if (at == std::string::npos) return ~0ull;
   return std::stoull(stats.substr(at + name.size() + 2));
@@ -77,7 +67,7 @@ TEST_F(CephIoTest, UsrbioHostIovsAcrossObjectsUnalignedAndAtEof) {
   const uint64_t splits_before =
       CephCounter(fs_->mountpoint(), "split_requests");
   ASSERT_NE(splits_before, ~0ull)
-      << ReadFile(fs_->mountpoint() + "/.fgds/stats");
+      << ReadAll(fs_->mountpoint() + "/.fgds/stats");
 
   // Reads: unaligned, across several object boundaries, and one that runs
   // past the end of the file (short, only there).
@@ -111,7 +101,7 @@ TEST_F(CephIoTest, UsrbioHostIovsAcrossObjectsUnalignedAndAtEof) {
 
   // Writes: a large unaligned one across objects, and one that extends the
   // file, then read back through POSIX (a fresh open: no stale pages).
-  std::string model = ReadFile(path);
+  std::string model = ReadAll(path);
   ASSERT_EQ(model.size(), kSize);
   const Range writes[] = {{2 * kMiB + 333, 13 * kMiB + 17},
                           {kSize - 10, 5 * kMiB}};
@@ -141,7 +131,7 @@ TEST_F(CephIoTest, UsrbioHostIovsAcrossObjectsUnalignedAndAtEof) {
     }
     model.replace(writes[w].offset, writes[w].len, piece);
   }
-  std::string back = ReadFile(path);
+  std::string back = ReadAll(path);
   ASSERT_EQ(back.size(), model.size());
   EXPECT_TRUE(back == model) << "file differs after usrbio writes";
 
@@ -149,7 +139,7 @@ TEST_F(CephIoTest, UsrbioHostIovsAcrossObjectsUnalignedAndAtEof) {
   const uint64_t splits = CephCounter(fs_->mountpoint(), "split_requests");
   EXPECT_GE(splits - splits_before, 5u);
   EXPECT_GT(CephCounter(fs_->mountpoint(), "split_pieces"), splits);
-  std::string stats = ReadFile(fs_->mountpoint() + "/.fgds/stats");
+  std::string stats = ReadAll(fs_->mountpoint() + "/.fgds/stats");
   EXPECT_NE(stats.find("backend=ceph"), std::string::npos) << stats;
   EXPECT_NE(stats.find("engine=libcephfs"), std::string::npos) << stats;
 }
@@ -234,7 +224,7 @@ TEST_F(CephIoTest, GpuIovsBounceThroughTheStaging) {
   ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
   ASSERT_EQ(cqe.result, static_cast<int64_t>(5 * kMiB));
   EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
-  std::string back = ReadFile(path);
+  std::string back = ReadAll(path);
   ASSERT_EQ(back.size(), kSize);
   EXPECT_TRUE(MatchesPattern(back.data(), 2 * kMiB + 9, 21, 0));
   EXPECT_TRUE(MatchesPattern(back.data() + 2 * kMiB + 9, 5 * kMiB, 22, 0));

@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/ceph/test_cluster.h"
 #include "tests/lib/agent_process.h"
+#include "tests/lib/file_contents.h"
 #include "tests/lib/mounted_fs.h"
 
 namespace fgds::testing {
@@ -73,17 +74,6 @@ class CephEnvironment : public ::testing::Environment {
 
 const auto* const env =
     ::testing::AddGlobalTestEnvironment(new CephEnvironment);
-
-std::string ReadAll(const std::string& path) {
-  std::string data;
-  int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return "<open failed>";
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) data.append(buf, n);
-  close(fd);
-  return data;
-}
 
 bool WriteAll(const std::string& path, const std::string& data) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

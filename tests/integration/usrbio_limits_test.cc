@@ -441,6 +441,27 @@ Outcome RegisterUntilRefused(const std::string& mnt, int per_session,
   return o;
 }
 
+// Runs `registers` as `user` until it gets `count` files: what an earlier
+// holder ended is given back as the daemon tears his sessions down, which
+// takes a moment (up to 5 s here). The last outcome, whatever it was.
+Outcome OnceGivenBack(const TestUser& user,
+                      const std::function<Outcome()>& registers,
+                      int64_t count) {
+  Outcome last;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    Held held(user, registers);
+    if (!held.got()) {
+      ADD_FAILURE() << "the registering child gave no outcome";
+      break;
+    }
+    last = held.outcome();
+    if (last.count == count) break;
+    held.Release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return last;
+}
+
 // The soft RLIMIT_NOFILE of process `pid` (/proc/<pid>/limits), or 0.
 uint64_t FdLimitOf(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
@@ -482,17 +503,8 @@ TEST_F(UsrbioLimitsTest, RegisteredFilesOfOneUserStopAtHisLimit) {
         << "step " << alice.other << ": " << alice.describe;
     bob.Release();
   }
-  // Bob's sessions ended: his files are given back (as the daemon tears
-  // the sessions down, so allow it a moment), and he gets them again.
-  Outcome again;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    Held bob(bob_, bob_registers);
-    ASSERT_TRUE(bob.got());
-    again = bob.outcome();
-    if (again.count == kUserFiles) break;
-    bob.Release();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // Bob's sessions ended: his files are given back, and he gets them again.
+  const Outcome again = OnceGivenBack(bob_, bob_registers, kUserFiles);
   EXPECT_EQ(again.result, -EDQUOT);
   EXPECT_EQ(again.count, kUserFiles);
   EXPECT_TRUE(DaemonAlive());
@@ -544,17 +556,9 @@ TEST_F(UsrbioLimitsTest, AllUsersFilesStopAtTheDaemonsFileCap) {
     alice.Release();
   }
   bob.Release();
-  // Bob's files come back as the daemon tears his sessions down: alice
-  // then reaches her own limit, not the daemon's.
-  Outcome again;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    Held alice(alice_, registers);
-    ASSERT_TRUE(alice.got());
-    again = alice.outcome();
-    if (again.count == kUserFiles) break;
-    alice.Release();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // Bob's files come back: alice then reaches her own limit, not the
+  // daemon's.
+  const Outcome again = OnceGivenBack(alice_, registers, kUserFiles);
   EXPECT_EQ(again.result, -EDQUOT) << again.describe;
   EXPECT_EQ(again.limit, FGDS_LIMIT_USER_FILES);
   EXPECT_EQ(again.count, kUserFiles);

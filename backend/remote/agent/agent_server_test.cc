@@ -90,6 +90,30 @@ class AgentServerTest : public ::testing::Test {
     EXPECT_GE(fd, 0);
     return std::make_unique<FrameStream>(fd);
   }
+  // Sends one frame of `payload` on a raw connection.
+  static int SendRaw(FrameStream& s, FrameType type, uint64_t request_id,
+                     std::vector<uint8_t>& payload) {
+    struct iovec part = {payload.data(), payload.size()};
+    return s.Send(type, request_id, {&part, 1}, 2000);
+  }
+  // Plays a daemon's hello (client id, nonce) on a raw connection and
+  // decodes the agent's challenge: 0 or -errno.
+  static int RawHello(FrameStream& s, uint64_t client_id, const Nonce& nonce,
+                      ChallengeBody* challenge) {
+    HelloBody hello;
+    hello.client_id = client_id;
+    hello.client_nonce = nonce;
+    std::vector<uint8_t> p;
+    EncodeHello(hello, &p);
+    if (int rc = SendRaw(s, FrameType::kHello, 0, p); rc != 0) return rc;
+    FrameHeader h;
+    if (int rc = s.ReceiveHeader(&h, 128, 2000); rc != 0) return rc;
+    std::vector<uint8_t> cp(h.payload_len);
+    if (int rc = s.ReceivePayload(cp.data(), cp.size(), 2000); rc != 0) {
+      return rc;
+    }
+    return DecodeChallenge(cp, challenge);
+  }
   // Reads the kError frame the agent sends before disconnecting.
   int ExpectError(FrameStream& s) {
     FrameHeader h;
@@ -181,30 +205,19 @@ TEST_F(AgentServerTest, AHostileDaemonsPathIsRefusedByTheAgentToo) {
   MakeFile("ok", Pattern(10, 3));
   // Past the client's own check: a raw, authenticated-looking request is
   // not possible without the key, so play the full handshake.
-  auto client = Connect(ClientOptions());
-  ASSERT_NE(client, nullptr);
   std::unique_ptr<FrameStream> s = Raw();
-  HelloBody hello;
-  hello.client_id = 99;
-  ASSERT_TRUE(MakeNonce(&hello.client_nonce).ok());
-  std::vector<uint8_t> p;
-  EncodeHello(hello, &p);
-  struct iovec part = {p.data(), p.size()};
-  ASSERT_EQ(s->Send(FrameType::kHello, 0, {&part, 1}, 2000), 0);
-  FrameHeader h;
-  ASSERT_EQ(s->ReceiveHeader(&h, 128, 2000), 0);
-  std::vector<uint8_t> cp(h.payload_len);
-  ASSERT_EQ(s->ReceivePayload(cp.data(), cp.size(), 2000), 0);
+  Nonce nonce;
+  ASSERT_TRUE(MakeNonce(&nonce).ok());
   ChallengeBody ch;
-  ASSERT_EQ(DecodeChallenge(cp, &ch), 0);
+  ASSERT_EQ(RawHello(*s, 99, nonce, &ch), 0);
   AuthBody auth;
-  ASSERT_TRUE(ComputeProof(key_, AuthRole::kDaemon, 99, hello.client_nonce,
-                           ch.agent_nonce, &auth.client_proof)
+  ASSERT_TRUE(ComputeProof(key_, AuthRole::kDaemon, 99, nonce, ch.agent_nonce,
+                           &auth.client_proof)
                   .ok());
-  p.clear();
+  std::vector<uint8_t> p;
   EncodeAuth(auth, &p);
-  part = {p.data(), p.size()};
-  ASSERT_EQ(s->Send(FrameType::kAuth, 0, {&part, 1}, 2000), 0);
+  ASSERT_EQ(SendRaw(*s, FrameType::kAuth, 0, p), 0);
+  FrameHeader h;
   ASSERT_EQ(s->ReceiveHeader(&h, 128, 2000), 0);
   ASSERT_EQ(h.type, FrameType::kWelcome);
   // A path with ".." that the client library would never send.
@@ -218,8 +231,7 @@ TEST_F(AgentServerTest, AHostileDaemonsPathIsRefusedByTheAgentToo) {
   const std::string evil = "../../etc/passwd";
   io.insert(io.end(), evil.begin(), evil.end());
   io[32] = static_cast<uint8_t>(evil.size());  // path_len
-  part = {io.data(), io.size()};
-  ASSERT_EQ(s->Send(FrameType::kRead, 5, {&part, 1}, 2000), 0);
+  ASSERT_EQ(SendRaw(*s, FrameType::kRead, 5, io), 0);
   EXPECT_EQ(ExpectError(*s), EINVAL);
   EXPECT_GE(server_->counters().protocol_errors, 1u);
 }
@@ -239,22 +251,13 @@ TEST_F(AgentServerTest, AWrongKeyIsRefusedInBothDirections) {
 
   // A peer that answers the challenge with a made-up proof.
   std::unique_ptr<FrameStream> s = Raw();
-  HelloBody hello;
-  hello.client_id = 5;
-  std::vector<uint8_t> p;
-  EncodeHello(hello, &p);
-  struct iovec part = {p.data(), p.size()};
-  ASSERT_EQ(s->Send(FrameType::kHello, 0, {&part, 1}, 2000), 0);
-  FrameHeader h;
-  ASSERT_EQ(s->ReceiveHeader(&h, 128, 2000), 0);
-  std::vector<uint8_t> cp(h.payload_len);
-  ASSERT_EQ(s->ReceivePayload(cp.data(), cp.size(), 2000), 0);
+  ChallengeBody ch;
+  ASSERT_EQ(RawHello(*s, 5, Nonce{}, &ch), 0);
   AuthBody forged;
   forged.client_proof.fill(0x41);
-  p.clear();
+  std::vector<uint8_t> p;
   EncodeAuth(forged, &p);
-  part = {p.data(), p.size()};
-  ASSERT_EQ(s->Send(FrameType::kAuth, 0, {&part, 1}, 2000), 0);
+  ASSERT_EQ(SendRaw(*s, FrameType::kAuth, 0, p), 0);
   EXPECT_EQ(ExpectError(*s), EACCES);
   EXPECT_EQ(server_->counters().auth_failures, 1u);
   EXPECT_EQ(server_->counters().reads, 0u);
