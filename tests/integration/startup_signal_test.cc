@@ -9,6 +9,7 @@
 // Regression: a thread that waited for INIT by a statfs of the daemon's own
 // mount blocked forever once SIGTERM had stopped the FUSE loop, and the
 // daemon waited for that thread: the process and its mount stayed.
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mount.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +60,7 @@ class StartupSignalTest : public ::testing::Test {
     ASSERT_TRUE(dir.ok());
     root_ = *dir;
     mnt_ = root_ + "/mnt";
+    log_ = root_ + "/daemon.log";
     data_ = root_ + "/data";
     ASSERT_EQ(mkdir(mnt_.c_str(), 0755), 0);
     ASSERT_EQ(mkdir(data_.c_str(), 0755), 0);
@@ -80,6 +84,15 @@ class StartupSignalTest : public ::testing::Test {
     if (pid_ == 0) {
       if (stop_at != 0) {
         setenv("FGDS_TEST_STOP_AT", std::to_string(stop_at).c_str(), 1);
+      }
+      // The daemon's messages (a sanitizer's report among them) go to a
+      // file that a failure prints: ctest's log of a failed round is all
+      // CI keeps.
+      int log =
+          open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (log >= 0) {
+        dup2(log, 1);
+        dup2(log, 2);
       }
       execv(argv[0], argv.data());
       _exit(127);
@@ -133,7 +146,15 @@ class StartupSignalTest : public ::testing::Test {
     return -1;
   }
 
-  std::string root_, mnt_, data_;
+  // What the last daemon printed, for a failure's message.
+  std::string DaemonLog() const {
+    std::ifstream in(log_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return "\n--- the daemon printed:\n" + text.str();
+  }
+
+  std::string root_, mnt_, data_, log_;
   pid_t pid_ = -1;
 };
 
@@ -144,7 +165,7 @@ TEST_F(StartupSignalTest, SigtermAtEachStopPointExitsAndUnmounts) {
     if (!WaitStopped()) {
       // A thread in an uninterruptible wait (on the mount) also keeps the
       // process from stopping.
-      ADD_FAILURE() << "the daemon did not stop at the point";
+      ADD_FAILURE() << "the daemon did not stop at the point" << DaemonLog();
       Abandon();
       continue;
     }
@@ -153,18 +174,20 @@ TEST_F(StartupSignalTest, SigtermAtEachStopPointExitsAndUnmounts) {
     kill(pid_, SIGCONT);
     int status = WaitExit();
     if (status == -1) {
-      ADD_FAILURE() << "no exit within " << kExitLimit.count() << " ms";
+      ADD_FAILURE() << "no exit within " << kExitLimit.count() << " ms"
+                    << DaemonLog();
       Abandon();
       continue;
     }
     if (point == 1) {
       // No handler yet: SIGTERM's default action, before anything exists.
-      EXPECT_TRUE(ExitedCleanlyOrByTerm(status)) << status;
+      EXPECT_TRUE(ExitedCleanlyOrByTerm(status)) << status << DaemonLog();
     } else {
       // The handler turns SIGTERM into a clean stop.
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << status << DaemonLog();
     }
-    EXPECT_EQ(MountDevice(mnt_), "") << "mount left behind";
+    EXPECT_EQ(MountDevice(mnt_), "") << "mount left behind" << DaemonLog();
     Abandon();
   }
 }
@@ -179,12 +202,13 @@ TEST_F(StartupSignalTest, SigtermAfterAnyDelayExitsAndUnmounts) {
     kill(pid_, SIGTERM);
     int status = WaitExit();
     if (status == -1) {
-      ADD_FAILURE() << "no exit within " << kExitLimit.count() << " ms";
+      ADD_FAILURE() << "no exit within " << kExitLimit.count() << " ms"
+                    << DaemonLog();
       Abandon();
       continue;
     }
-    EXPECT_TRUE(ExitedCleanlyOrByTerm(status)) << status;
-    EXPECT_EQ(MountDevice(mnt_), "") << "mount left behind";
+    EXPECT_TRUE(ExitedCleanlyOrByTerm(status)) << status << DaemonLog();
+    EXPECT_EQ(MountDevice(mnt_), "") << "mount left behind" << DaemonLog();
     Abandon();
   }
 }
