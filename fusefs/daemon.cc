@@ -360,6 +360,7 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend_config.ceph_id = options.ceph_id;
   backend_config.ceph_fs = options.ceph_fs;
   backend_config.ceph_root = options.ceph_root;
+  backend_config.ceph_timeout_ms = options.ceph_timeout_ms;
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =
