@@ -45,6 +45,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.fs = config.ceph_fs;
     options.root = config.ceph_root;
     options.call_timeout_ms = config.ceph_timeout_ms;
+    options.client_uuid = config.ceph_client_uuid;
     return CreateCephBackend(options);
   }
 #endif
