@@ -26,7 +26,7 @@ const char* MountUsage() {
          "  --ceph-root PATH      ceph backend: directory served as the root "
          "(default /)\n"
          "  --ceph-timeout SECS   ceph backend: give up on a call the "
-         "cluster has not answered in SECS (default 60; 0: wait forever): "
+         "cluster has not answered in SECS (default 120; 0: wait forever): "
          "it and every later call fail with ENOTCONN\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
          "  --writeback-cache     let the kernel cache writes\n"

@@ -79,8 +79,9 @@ TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
     std::atomic<int> done_calls{0};
     std::atomic<bool> gave_up{false};
     gate.Submit(
-        [latch](CallGate::Finish finish) {
+        [latch, ran_late](CallGate::Finish finish) {
           latch->Wait();
+          ++*ran_late;
           finish(7);  // after the gate gave up: not reported again
         },
         [&](int64_t res, bool given_up) {
@@ -106,10 +107,11 @@ TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
     EXPECT_FALSE(ran);
     EXPECT_LT(Seconds(later), 0.1);
     // The destructor leaves the two parked threads parked (it would hang
-    // otherwise); the queued call is dropped, never run.
+    // otherwise); the two calls still queued are dropped, never run.
   }
-  // The cluster "comes back": the parked calls return into the gate's
-  // state, which they keep alive, and report nothing.
+  // The cluster "comes back": the two parked calls (whichever two the
+  // threads took) return into the gate's state, which they keep alive,
+  // and report nothing.
   latch->Open();
   for (int i = 0; i < 100 && ran_late->load() < 2; ++i) {
     std::this_thread::sleep_for(milliseconds(10));

@@ -42,7 +42,7 @@ struct CephOptions {
   // timeout of its own) before it, and every later call, fails with
   // ENOTCONN: the backend then runs behind a CallGate
   // (guarded_backend.h). 0: calls wait as long as libcephfs does.
-  unsigned call_timeout_ms = 60000;
+  unsigned call_timeout_ms = 120000;
   // Calls that may wait on the cluster at once behind the gate.
   unsigned gate_threads = 32;
 };

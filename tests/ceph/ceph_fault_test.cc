@@ -381,7 +381,7 @@ TEST_F(CephFaultTest, ClientKilledMidWrite) {
 // The whole cluster stops answering (every daemon SIGSTOPped, as behind a
 // network partition) under a live mount, for 8 s: calls that need it wait
 // (libcephfs has no per-call timeout, and the gate's, --ceph-timeout, is
-// 60 s by default: docs/ceph.md), the daemon stays up, and once the cluster
+// 120 s by default: docs/ceph.md), the daemon stays up, and once the cluster
 // answers again every waiting call completes, the data is intact and the
 // mount unmounts cleanly.
 TEST_F(CephFaultTest, ClusterUnreachableCallsWaitThenComplete) {
