@@ -44,6 +44,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.id = config.ceph_id;
     options.fs = config.ceph_fs;
     options.root = config.ceph_root;
+    options.call_timeout_ms = config.ceph_timeout_ms;
+    options.client_uuid = config.ceph_client_uuid;
     return CreateCephBackend(options);
   }
 #endif

@@ -35,6 +35,9 @@ struct BackendConfig {
   std::string ceph_id;
   std::string ceph_fs;
   std::string ceph_root = "/";
+  unsigned ceph_timeout_ms = 120000;
+  std::string ceph_client_uuid;  // CephOptions::client_uuid  //
+                                 // CephOptions::call_timeout_ms
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;
 };

@@ -360,6 +360,16 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend_config.ceph_id = options.ceph_id;
   backend_config.ceph_fs = options.ceph_fs;
   backend_config.ceph_root = options.ceph_root;
+  backend_config.ceph_timeout_ms = options.ceph_timeout_ms;
+  // One Ceph client identity per host and mount point: a daemon restarted
+  // on the same mount point reclaims the session its dead predecessor left
+  // (a live one cannot be there: the mount point was checked above).
+  if (options.backend == "ceph") {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    backend_config.ceph_client_uuid =
+        absl::StrCat("fgds:", host, ":", options.mountpoint);
+  }
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =

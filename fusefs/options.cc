@@ -25,6 +25,9 @@ const char* MountUsage() {
          "cluster's)\n"
          "  --ceph-root PATH      ceph backend: directory served as the root "
          "(default /)\n"
+         "  --ceph-timeout SECS   ceph backend: give up on a call the "
+         "cluster has not answered in SECS (default 120; 0: wait forever): "
+         "it and every later call fail with ENOTCONN\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
          "  --writeback-cache     let the kernel cache writes\n"
          "  --direct-io           bypass the kernel page cache for data\n"
@@ -220,6 +223,14 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
                            : arg == "--ceph-fs" ? &options.ceph_fs
                                                 : &options.ceph_root;
       *field = std::string(v);
+    } else if (arg == "--ceph-timeout") {
+      if (auto st = value(&v); !st.ok()) return st;
+      double seconds;
+      if (!absl::SimpleAtod(v, &seconds) || !(seconds >= 0) ||
+          seconds > 86400) {
+        return BadValue(arg, v);
+      }
+      options.ceph_timeout_ms = static_cast<unsigned>(seconds * 1000);
     } else if (arg == "--gpus") {
       if (auto st = value(&v); !st.ok()) return st;
       gpu::GpuSubset subset;

@@ -45,6 +45,9 @@ struct DaemonOptions {
   std::string ceph_id;
   std::string ceph_fs;
   std::string ceph_root = "/";
+  // --ceph-timeout: how long a call may wait for the cluster before it and
+  // every later one fail with ENOTCONN (0: forever; docs/ceph.md).
+  unsigned ceph_timeout_ms = 120000;
   // Where the namespace is mounted (required argument).
   std::string mountpoint;
   // Stay in the foreground (log to stderr) instead of daemonizing.

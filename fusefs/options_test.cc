@@ -49,6 +49,17 @@ TEST(OptionsTest, CephOptions) {
   EXPECT_FALSE(Parse({"/mnt/fgds", "--ceph-conf"}).ok());
 }
 
+TEST(OptionsTest, CephTimeout) {
+  EXPECT_EQ(Parse({"/mnt/fgds"})->ceph_timeout_ms, 120000u);
+  EXPECT_EQ(Parse({"--ceph-timeout", "3", "/m"})->ceph_timeout_ms, 3000u);
+  EXPECT_EQ(Parse({"--ceph-timeout", "0.5", "/m"})->ceph_timeout_ms, 500u);
+  EXPECT_EQ(Parse({"--ceph-timeout", "0", "/m"})->ceph_timeout_ms, 0u);
+  for (const char* bad : {"-1", "x", "nan", "1e9", ""}) {
+    EXPECT_FALSE(Parse({"--ceph-timeout", bad, "/m"}).ok()) << bad;
+  }
+  EXPECT_FALSE(Parse({"/m", "--ceph-timeout"}).ok());
+}
+
 TEST(OptionsTest, AllFlags) {
   auto options = Parse({"--data",
                         "/d",

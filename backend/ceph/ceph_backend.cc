@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/ceph_c_shim.h"
 #include "backend/ceph/ceph_connect.h"
+#include "backend/ceph/guarded_backend.h"
 #include "backend/ceph/io_pool.h"
 #include "backend/ceph/node_ids.h"
 #include "backend/ceph/object_split.h"
@@ -821,8 +822,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
     ceph_unmount(cmount);
     return fail("root", res);
   }
-  return std::unique_ptr<Backend>(
+  std::unique_ptr<Backend> backend(
       new CephBackend(cmount, root, stx.stx_ino, options.io_threads));
+  if (options.call_timeout_ms == 0) return backend;
+  return GuardBackend(std::move(backend), options.gate_threads,
+                      std::chrono::milliseconds(options.call_timeout_ms));
 }
 
 }  // namespace fgds::backend

@@ -33,6 +33,18 @@ struct CephOptions {
   // unless the conf sets client_mount_timeout (to other than libcephfs's
   // default, 300).
   unsigned mount_timeout_s = 30;
+  // The Ceph client's uuid (ceph_set_uuid), stable across restarts of the
+  // same mount; a session an earlier client left under it (a daemon that
+  // died) is reclaimed, i.e. evicted, before mounting, so its capabilities
+  // do not stall this one until the MDS's session_timeout. Empty: none.
+  std::string client_uuid;
+  // How long any call may wait for the cluster (libcephfs 16 has no
+  // timeout of its own) before it, and every later call, fails with
+  // ENOTCONN: the backend then runs behind a CallGate
+  // (guarded_backend.h). 0: calls wait as long as libcephfs does.
+  unsigned call_timeout_ms = 120000;
+  // Calls that may wait on the cluster at once behind the gate.
+  unsigned gate_threads = 32;
 };
 
 // Connects and mounts; an unreachable cluster fails after

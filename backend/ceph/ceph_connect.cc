@@ -2,7 +2,9 @@
 
 #include <cephfs/libcephfs.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -54,6 +56,23 @@ absl::StatusOr<ceph_mount_info*> ConnectCeph(const CephOptions& options) {
   if (!options.fs.empty() &&
       (res = ceph_select_filesystem(cmount, options.fs.c_str())) < 0) {
     return fail("select file system " + options.fs, res);
+  }
+  if (!options.client_uuid.empty()) {
+    // Reclaim (evict) the session a dead predecessor left under our uuid,
+    // then take the uuid over. -ENOENT: there was none; another error
+    // (an MDS without reclaim, a key without the cap) leaves the old
+    // session to time out, as without a uuid.
+    res = ceph_start_reclaim(cmount, options.client_uuid.c_str(),
+                             CEPH_RECLAIM_RESET);
+    if (res == 0) {
+      ceph_finish_reclaim(cmount);
+    } else if (res != -ENOENT) {
+      fprintf(stderr,
+              "fgds: warning: ceph: reclaiming the session of %s: %s (a "
+              "session left by a dead daemon then times out by itself)\n",
+              options.client_uuid.c_str(), std::strerror(-res));
+    }
+    ceph_set_uuid(cmount, options.client_uuid.c_str());
   }
   if ((res = ceph_mount(cmount, options.root.c_str())) < 0) {
     return fail(absl::StrCat("mount ", options.root, within), res);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,9 +157,12 @@ class CephFaultTest : public ::testing::Test {
   // A mount of the file system's root: a daemon with a Ceph session (a
   // client) of its own, so its reads come from the OSDs, not from another
   // mount's cache.
-  static absl::StatusOr<std::unique_ptr<MountedFs>> Mount() {
+  static absl::StatusOr<std::unique_ptr<MountedFs>> Mount(
+      const std::vector<std::string>& more_args = {}) {
     MountOptions options;
     options.extra_args = {"--backend", "ceph", "--ceph-conf", cluster->conf};
+    options.extra_args.insert(options.extra_args.end(), more_args.begin(),
+                              more_args.end());
     options.timeout_ms = 40000;
     return MountedFs::Start(options);
   }
@@ -376,9 +380,10 @@ TEST_F(CephFaultTest, ClientKilledMidWrite) {
 
 // The whole cluster stops answering (every daemon SIGSTOPped, as behind a
 // network partition) under a live mount, for 8 s: calls that need it wait
-// (libcephfs has no per-call timeout, and fgds adds none yet: docs/ceph.md),
-// the daemon stays up, and once the cluster answers again every waiting
-// call completes, the data is intact and the mount unmounts cleanly.
+// (libcephfs has no per-call timeout, and the gate's, --ceph-timeout, is
+// 120 s by default: docs/ceph.md), the daemon stays up, and once the cluster
+// answers again every waiting call completes, the data is intact and the
+// mount unmounts cleanly.
 TEST_F(CephFaultTest, ClusterUnreachableCallsWaitThenComplete) {
   const std::string file = dir_ + "/f";
   double stall = 0;
@@ -441,6 +446,176 @@ TEST_F(CephFaultTest, ClusterUnreachableCallsWaitThenComplete) {
   EXPECT_EQ(fs_->last_exit_status(), 0)
       << "the daemon did not exit by itself within 5 s of the unmount";
   printf("fault: cluster back: unmount took %.1f s\n", SecondsSince(t));
+}
+
+// The daemon killed (SIGKILL) with a file open for writing and dirty
+// data, and restarted on the same mount point with nobody evicting its
+// session: the new daemon (the same Ceph client uuid: host and mount
+// point) reclaims the dead one's session before it mounts
+// (ceph_start_reclaim), so it reads and writes that file at once, instead
+// of after the MDS's session_timeout (measured 65.6 s without).
+TEST_F(CephFaultTest, DaemonRestartedReclaimsItsSessionWithoutEviction) {
+  const std::string file = dir_ + "/f";
+  double stall = 0;
+  ASSERT_EQ(WritePattern(file, 9, 4 << 20, 4, &stall), 0);
+  int fd = open(file.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  // Dirty data in the dead session's cache: it holds the write caps.
+  ASSERT_EQ(pwrite(fd, "q", 1, 1 << 20), 1);
+  fs_->KillDaemon(SIGKILL);
+  close(fd);
+  auto t = std::chrono::steady_clock::now();
+  ASSERT_TRUE(fs_->Remount().ok());
+  printf("fault: daemon restarted without eviction: remounted in %.2f s\n",
+         SecondsSince(t));
+  double secs = 0;
+  int rc = RunBounded(120, &secs, [&] {
+    int wfd = open(file.c_str(), O_RDWR);
+    if (wfd < 0) return errno;
+    char c;
+    int err = pread(wfd, &c, 1, 0) == 1 && pwrite(wfd, "y", 1, 0) == 1 &&
+                      fsync(wfd) == 0
+                  ? 0
+                  : errno;
+    close(wfd);
+    return err;
+  });
+  printf(
+      "fault: daemon restarted without eviction: the first read+write+fsync "
+      "took %.1f s\n",
+      secs);
+  EXPECT_EQ(rc, 0) << (rc > 0 ? strerror(rc) : "killed at the deadline");
+  EXPECT_LT(secs, 10) << "the dead session was not reclaimed";
+}
+
+// Every daemon of the cluster killed (SIGKILL, by recorded pid) while
+// calls of every kind are in flight, and it never comes back: libcephfs 16
+// waits forever (measured: > 600 s for a create, a read, an fsync; and
+// ceph_abort_conn itself waits for the calls in flight), so the daemon's
+// gate (--ceph-timeout, 3 s here) gives up on them: each returns ENOTCONN
+// within the timeout and a watchdog period, every later call fails at once,
+// and the daemon unmounts and exits cleanly, leaving its stuck threads
+// behind. Kills the cluster: the last test of the binary.
+TEST_F(CephFaultTest, ZzClusterGoneCallsFailWithinTheTimeout) {
+  constexpr double kTimeout = 3;
+  ASSERT_TRUE(fs_->Unmount().ok());
+  auto fs = Mount({"--ceph-timeout", "3"});
+  ASSERT_TRUE(fs.ok()) << fs.status();
+  fs_ = *std::move(fs);
+  const std::string dir =
+      fs_->mountpoint() + "/" +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string file = dir + "/f";
+  double stall = 0;
+  ASSERT_EQ(WritePattern(file, 7, 4 << 20, 4, &stall), 0);
+  // The option reached the backend (its gate's line in the stats).
+  int stats_fd = open((fs_->mountpoint() + "/.fgds/stats").c_str(), O_RDONLY);
+  ASSERT_GE(stats_fd, 0) << strerror(errno);
+  std::string stats(65536, '\0');
+  ssize_t n = read(stats_fd, stats.data(), stats.size());
+  close(stats_fd);
+  ASSERT_GT(n, 0);
+  stats.resize(n);
+  EXPECT_NE(stats.find("# ceph-gate: timeout_ms=3000 dead=0"),
+            std::string::npos)
+      << stats;
+
+  // Each loops over its call until one fails, and returns that errno.
+  struct Caller {
+    const char* what;
+    std::function<int()> op;
+  };
+  const std::vector<Caller> callers = {
+      {"write+fsync",
+       [&] {
+         int fd = open(file.c_str(), O_WRONLY);
+         if (fd < 0) return errno;
+         std::string data = Pattern(8, 0, 1 << 20);
+         for (;;) {
+           if (pwrite(fd, data.data(), data.size(), 0) < 0 || fsync(fd) != 0) {
+             return errno;
+           }
+         }
+       }},
+      {"create",
+       [&] {
+         for (int i = 0;; ++i) {
+           int fd = open(absl::StrCat(dir, "/new", i).c_str(),
+                         O_WRONLY | O_CREAT | O_EXCL, 0644);
+           if (fd < 0) return errno;
+           close(fd);
+         }
+       }},
+      {"read (O_DIRECT)",
+       [&] {
+         int fd = open(file.c_str(), O_RDONLY | O_DIRECT);
+         if (fd < 0) return errno;
+         void* buf = nullptr;
+         if (posix_memalign(&buf, 4096, 1 << 20) != 0) return ENOMEM;
+         for (uint64_t off = 0;; off = (off + (1 << 20)) % (4 << 20)) {
+           if (pread(fd, buf, 1 << 20, off) < 0) return errno;
+         }
+       }},
+      {"statfs",
+       [&] {
+         for (;;) {
+           struct statvfs st;
+           if (statvfs(dir.c_str(), &st) != 0) return errno;
+         }
+       }},
+      {"mkdir+rmdir",
+       [&] {
+         const std::string sub = dir + "/sub";
+         for (;;) {
+           if (mkdir(sub.c_str(), 0755) != 0 || rmdir(sub.c_str()) != 0) {
+             return errno;
+           }
+         }
+       }},
+  };
+  std::vector<std::thread> threads;
+  std::vector<int> rcs(callers.size(), -2);
+  std::vector<double> secs(callers.size(), 0);
+  const double kBound = kTimeout + 6;  // the watchdog's period, and slack
+  for (size_t i = 0; i < callers.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { rcs[i] = RunBounded(0.5 + kBound, &secs[i], callers[i].op); });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto kill_at = std::chrono::steady_clock::now();
+  for (const char* name :
+       {"mds.a", "osd.0", "osd.1", "osd.2", "mgr.x", "mon.a"}) {
+    ASSERT_TRUE(cluster->Ctl("kill", name)) << name;
+  }
+  for (std::thread& t : threads) t.join();
+  const double after_kill = SecondsSince(kill_at);
+  for (size_t i = 0; i < callers.size(); ++i) {
+    printf(
+        "fault: cluster gone (--ceph-timeout 3): %s returned %s %.1f s "
+        "after it started\n",
+        callers[i].what, rcs[i] > 0 ? strerror(rcs[i]) : "nothing", secs[i]);
+    EXPECT_EQ(rcs[i], ENOTCONN)
+        << callers[i].what << ": "
+        << (rcs[i] == -1  ? "still waiting at the deadline"
+            : rcs[i] == 0 ? "no error"
+                          : strerror(rcs[i]));
+  }
+  printf("fault: cluster gone: every call back %.1f s after the kill\n",
+         after_kill);
+  EXPECT_LT(after_kill, kBound);
+  // Later calls fail at once, without asking the cluster.
+  auto t = std::chrono::steady_clock::now();
+  struct stat st;
+  EXPECT_EQ(stat((dir + "/other").c_str(), &st), -1);
+  EXPECT_EQ(errno, ENOTCONN);
+  EXPECT_LT(SecondsSince(t), 1.0);
+  // The unmount ends the daemon, which exits by itself with status 0
+  // (its threads stuck in libcephfs are left behind).
+  t = std::chrono::steady_clock::now();
+  EXPECT_TRUE(fs_->Unmount().ok());
+  EXPECT_EQ(fs_->last_exit_status(), 0)
+      << "the daemon did not exit by itself within 5 s of the unmount";
+  printf("fault: cluster gone: unmount took %.1f s\n", SecondsSince(t));
 }
 
 }  // namespace

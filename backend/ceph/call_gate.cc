@@ -1,0 +1,208 @@
+#include "backend/ceph/call_gate.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <deque>
+#include <list>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/time/time.h"
+#include "common/mutex.h"
+
+namespace fgds::backend {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Job {
+  std::function<void(CallGate::Finish)> start;
+  CallGate::Done done;
+  Clock::time_point since;
+  bool answered = false;                         // guarded by State::mu
+  std::list<std::shared_ptr<Job>>::iterator at;  // in State::in_flight
+};
+
+}  // namespace
+
+// Shared with every thread of the gate and every Finish it hands out, so
+// that a thread parked in a call, and a call finishing after the gate is
+// gone, still find it.
+struct CallGate::State {
+  State(std::chrono::milliseconds t, std::string w)
+      : timeout(t), what(std::move(w)) {}
+
+  const std::chrono::milliseconds timeout;
+  const std::string what;
+
+  // fgds::Mutex, not absl::Mutex: TSan (common/mutex.h).
+  mutable fgds::Mutex mu;
+  fgds::CondVar work;     // a job queued, or stopping
+  fgds::CondVar changed;  // workers exited, stopping, or the gate died
+  std::deque<std::shared_ptr<Job>> queue ABSL_GUARDED_BY(mu);
+  // Queued and running jobs, oldest first (they are added in time order).
+  std::list<std::shared_ptr<Job>> in_flight ABSL_GUARDED_BY(mu);
+  bool dead ABSL_GUARDED_BY(mu) = false;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  bool watchdog_stop ABSL_GUARDED_BY(mu) = false;
+  unsigned workers_running ABSL_GUARDED_BY(mu) = 0;
+
+  std::vector<std::thread> workers;
+  std::thread watchdog;
+
+  // Answers job with `result` unless it was answered already.
+  static void Finish(const std::shared_ptr<State>& state,
+                     const std::shared_ptr<Job>& job, int64_t result) {
+    {
+      fgds::MutexLock lock(&state->mu);
+      if (job->answered) return;
+      job->answered = true;
+      state->in_flight.erase(job->at);
+    }
+    job->done(result, false);
+  }
+
+  static void Worker(const std::shared_ptr<State>& state) {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        fgds::MutexLock lock(&state->mu);
+        while (!state->stopping && state->queue.empty()) {
+          state->work.Wait(&state->mu);
+        }
+        if (state->queue.empty()) {
+          --state->workers_running;
+          state->changed.SignalAll();
+          return;
+        }
+        job = std::move(state->queue.front());
+        state->queue.pop_front();
+      }
+      job->start([state, job](int64_t result) { Finish(state, job, result); });
+    }
+  }
+
+  // Declares the gate dead once the oldest call in flight is older than
+  // the timeout; runs until told to stop.
+  static void Watchdog(const std::shared_ptr<State>& state) {
+    const auto period = std::max<std::chrono::milliseconds>(
+        std::chrono::milliseconds(10),
+        std::min<std::chrono::milliseconds>(state->timeout / 4,
+                                            std::chrono::seconds(1)));
+    for (;;) {
+      std::vector<std::shared_ptr<Job>> abandoned;
+      {
+        fgds::MutexLock lock(&state->mu);
+        if (state->watchdog_stop) return;
+        state->changed.WaitWithTimeout(&state->mu, absl::FromChrono(period));
+        if (state->watchdog_stop) return;
+        if (state->dead || state->in_flight.empty() ||
+            Clock::now() - state->in_flight.front()->since <= state->timeout) {
+          continue;
+        }
+        state->dead = true;
+        state->queue.clear();
+        for (auto& job : state->in_flight) {
+          job->answered = true;
+          abandoned.push_back(job);
+        }
+        state->in_flight.clear();
+        state->changed.SignalAll();
+      }
+      fprintf(stderr,
+              "fgds: %s: a call waited more than %lld ms; giving up on it: "
+              "%zu call(s) in flight and every later one fail with "
+              "ENOTCONN (remount once it is back)\n",
+              state->what.c_str(),
+              static_cast<long long>(state->timeout.count()), abandoned.size());
+      for (auto& job : abandoned) job->done(-ENOTCONN, true);
+    }
+  }
+};
+
+CallGate::CallGate(unsigned threads, std::chrono::milliseconds timeout,
+                   std::string what)
+    : state_(std::make_shared<State>(timeout, std::move(what))) {
+  if (threads == 0) threads = 1;
+  {
+    fgds::MutexLock lock(&state_->mu);
+    state_->workers_running = threads;
+  }
+  for (unsigned i = 0; i < threads; ++i) {
+    state_->workers.emplace_back([s = state_] { State::Worker(s); });
+  }
+  state_->watchdog = std::thread([s = state_] { State::Watchdog(s); });
+}
+
+CallGate::~CallGate() {
+  State& s = *state_;
+  bool dead;
+  {
+    fgds::MutexLock lock(&s.mu);
+    s.stopping = true;
+    s.work.SignalAll();
+    // The watchdog keeps watching while the queue drains: a call that
+    // hangs now kills the gate instead of this destructor.
+    while (!s.dead && s.workers_running != 0) s.changed.Wait(&s.mu);
+    dead = s.dead;
+    s.watchdog_stop = true;
+    s.changed.SignalAll();
+  }
+  s.watchdog.join();
+  for (std::thread& t : s.workers) {
+    // A dead gate's threads may never come back; each holds the state.
+    if (dead) {
+      t.detach();
+    } else {
+      t.join();
+    }
+  }
+}
+
+void CallGate::Submit(std::function<void(Finish)> start, Done done) {
+  auto job = std::make_shared<Job>();
+  job->start = std::move(start);
+  job->done = std::move(done);
+  {
+    fgds::MutexLock lock(&state_->mu);
+    if (!state_->dead) {
+      job->since = Clock::now();
+      state_->in_flight.push_back(job);
+      job->at = std::prev(state_->in_flight.end());
+      state_->queue.push_back(job);
+      state_->work.Signal();
+      return;
+    }
+  }
+  job->done(-ENOTCONN, true);
+}
+
+int64_t CallGate::Run(std::function<int64_t()> call) {
+  struct Wait {
+    fgds::Mutex mu;
+    fgds::CondVar cv;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    int64_t result ABSL_GUARDED_BY(mu) = 0;
+  };
+  auto wait = std::make_shared<Wait>();
+  Submit([call = std::move(call)](Finish finish) { finish(call()); },
+         [wait](int64_t result, bool) {
+           fgds::MutexLock lock(&wait->mu);
+           wait->result = result;
+           wait->done = true;
+           wait->cv.Signal();
+         });
+  fgds::MutexLock lock(&wait->mu);
+  while (!wait->done) wait->cv.Wait(&wait->mu);
+  return wait->result;
+}
+
+bool CallGate::dead() const {
+  fgds::MutexLock lock(&state_->mu);
+  return state_->dead;
+}
+
+}  // namespace fgds::backend

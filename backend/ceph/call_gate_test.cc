@@ -1,0 +1,141 @@
+#include "backend/ceph/call_gate.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <memory>
+
+#include "common/mutex.h"
+#include "gtest/gtest.h"
+
+namespace fgds::backend {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+// A call that blocks until Open() (a cluster that does not answer).
+struct Latch {
+  fgds::Mutex mu;
+  fgds::CondVar cv;
+  bool open ABSL_GUARDED_BY(mu) = false;
+  void Wait() {
+    fgds::MutexLock lock(&mu);
+    while (!open) cv.Wait(&mu);
+  }
+  void Open() {
+    fgds::MutexLock lock(&mu);
+    open = true;
+    cv.SignalAll();
+  }
+};
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+TEST(CallGateTest, RunsCallsAndReturnsTheirResults) {
+  CallGate gate(2, milliseconds(5000), "test");
+  EXPECT_EQ(gate.Run([] { return int64_t{42}; }), 42);
+  EXPECT_EQ(gate.Run([] { return int64_t{-EIO}; }), -EIO);
+  EXPECT_FALSE(gate.dead());
+}
+
+TEST(CallGateTest, SlowCallsWithinTheTimeoutComplete) {
+  CallGate gate(1, milliseconds(2000), "test");
+  // Two calls on one thread: the second waits in the queue too.
+  std::atomic<int> done{0};
+  auto slow = [&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    return int64_t{++done};
+  };
+  std::thread other([&] { EXPECT_GT(gate.Run(slow), 0); });
+  EXPECT_GT(gate.Run(slow), 0);
+  other.join();
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_FALSE(gate.dead());
+}
+
+TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
+  auto latch = std::make_shared<Latch>();
+  auto ran_late = std::make_shared<std::atomic<int>>(0);
+  {
+    CallGate gate(2, milliseconds(300), "test");
+    // Two stuck calls (both threads), one queued behind them, and one
+    // submitted: all are answered within the timeout and a period.
+    const auto start = Clock::now();
+    std::vector<std::thread> waiters;
+    std::atomic<int> enotconn{0};
+    for (int i = 0; i < 3; ++i) {
+      waiters.emplace_back([&, latch, ran_late] {
+        int64_t res = gate.Run([latch, ran_late] {
+          latch->Wait();
+          ++*ran_late;
+          return int64_t{0};
+        });
+        if (res == -ENOTCONN) ++enotconn;
+      });
+    }
+    std::atomic<int> done_calls{0};
+    std::atomic<bool> gave_up{false};
+    gate.Submit(
+        [latch, ran_late](CallGate::Finish finish) {
+          latch->Wait();
+          ++*ran_late;
+          finish(7);  // after the gate gave up: not reported again
+        },
+        [&](int64_t res, bool given_up) {
+          ++done_calls;
+          gave_up = given_up && res == -ENOTCONN;
+        });
+    for (auto& t : waiters) t.join();
+    const double waited = Seconds(start);
+    EXPECT_EQ(enotconn.load(), 3);
+    EXPECT_GE(waited, 0.3);
+    EXPECT_LT(waited, 0.3 + 0.5);
+    EXPECT_TRUE(gate.dead());
+    EXPECT_EQ(done_calls.load(), 1);
+    EXPECT_TRUE(gave_up.load());
+    // Later calls fail at once and never run.
+    bool ran = false;
+    const auto later = Clock::now();
+    EXPECT_EQ(gate.Run([&] {
+      ran = true;
+      return int64_t{0};
+    }),
+              -ENOTCONN);
+    EXPECT_FALSE(ran);
+    EXPECT_LT(Seconds(later), 0.1);
+    // The destructor leaves the two parked threads parked (it would hang
+    // otherwise); the two calls still queued are dropped, never run.
+  }
+  // The cluster "comes back": the two parked calls (whichever two the
+  // threads took) return into the gate's state, which they keep alive,
+  // and report nothing.
+  latch->Open();
+  for (int i = 0; i < 100 && ran_late->load() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(ran_late->load(), 2);
+}
+
+TEST(CallGateTest, DestructorWaitsForCallsInFlight) {
+  std::atomic<int> finished{0};
+  {
+    CallGate gate(2, milliseconds(5000), "test");
+    for (int i = 0; i < 4; ++i) {
+      gate.Submit(
+          [&](CallGate::Finish finish) {
+            std::this_thread::sleep_for(milliseconds(50));
+            finish(0);
+          },
+          [&](int64_t res, bool gave_up) {
+            if (res == 0 && !gave_up) ++finished;
+          });
+    }
+  }
+  EXPECT_EQ(finished.load(), 4);
+}
+
+}  // namespace
+}  // namespace fgds::backend

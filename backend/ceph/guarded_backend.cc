@@ -1,0 +1,446 @@
+#include "backend/ceph/guarded_backend.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend/ceph/call_gate.h"
+#include "backend/request_caller.h"
+
+namespace fgds::backend {
+namespace {
+
+// Results a call writes; shared by the waiter and the call, which may
+// outlive it.
+template <typename T>
+using Shared = std::shared_ptr<T>;
+
+// Completes a request the gate started: reports its path and result to
+// the gate's Finish (which hands them on only while the caller still
+// waits). With `len` > 0 the request's bytes are bounced through data():
+// the call then never touches the caller's buffer, which is gone once the
+// gate has given up on the call.
+class GatedCompletion : public FileIoCompletion {
+ public:
+  GatedCompletion(uint64_t len, std::shared_ptr<IoPath> path,
+                  CallGate::Finish finish)
+      : data_(len > 0 ? new char[len] : nullptr),
+        path_(std::move(path)),
+        finish_(std::move(finish)) {}
+  char* data() { return data_.get(); }
+  // Deletes itself: the request is over.
+  void Complete(int64_t result) override {
+    *path_ = path();
+    finish_(result);
+    delete this;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  const std::shared_ptr<IoPath> path_;
+  CallGate::Finish finish_;
+};
+
+class GuardedBackend : public Backend {
+ public:
+  GuardedBackend(std::unique_ptr<Backend> inner, unsigned threads,
+                 std::chrono::milliseconds timeout)
+      : inner_(inner.release()),
+        timeout_(timeout),
+        gate_(std::make_unique<CallGate>(threads, timeout,
+                                         "ceph: " + inner_->EngineName())) {}
+
+  ~GuardedBackend() override {
+    // The inner backend's teardown (ceph_unmount) waits on the cluster
+    // too: through the gate, so that a dead cluster leaks it instead of
+    // hanging the exit.
+    Backend* inner = inner_;
+    int64_t res = gate_->Run([inner] {
+      delete inner;
+      return int64_t{0};
+    });
+    if (res < 0) {
+      fprintf(stderr,
+              "fgds: ceph: left the cluster's session without unmounting "
+              "(the cluster did not answer within %lld ms)\n",
+              static_cast<long long>(timeout_.count()));
+    }
+    gate_.reset();
+  }
+
+  NodeId root() const override { return inner_->root(); }
+  std::string EngineName() const override { return inner_->EngineName(); }
+  bool WantsRequestCaller() const override {
+    return inner_->WantsRequestCaller();
+  }
+  bool ReachesDeviceMemory() const override {
+    return inner_->ReachesDeviceMemory();
+  }
+  std::string StatsText() const override {
+    return absl::StrCat(inner_->StatsText(),
+                        "# ceph-gate: timeout_ms=", timeout_.count(),
+                        " dead=", gate_->dead() ? 1 : 0, "\n");
+  }
+  void SetCacheEvents(CacheEvents* events) override {
+    inner_->SetCacheEvents(events);
+  }
+
+  int Lookup(NodeId parent, const char* name, Entry* out) override {
+    auto entry = std::make_shared<Entry>();
+    std::string n = name;
+    return CopyEntry(Call([=, in = inner_] {
+                       return in->Lookup(parent, n.c_str(), entry.get());
+                     }),
+                     *entry, out);
+  }
+  void Forget(NodeId node, uint64_t count) override {
+    Call([=, in = inner_] {
+      in->Forget(node, count);
+      return 0;
+    });
+  }
+  int GetAttr(NodeId node, struct stat* out) override {
+    auto st = std::make_shared<struct stat>();
+    int res = Call([=, in = inner_] { return in->GetAttr(node, st.get()); });
+    if (res == 0) *out = *st;
+    return res;
+  }
+  int SetAttr(NodeId node, const SetAttrRequest& request,
+              struct stat* out) override {
+    auto st = std::make_shared<struct stat>();
+    int res =
+        Call([=, in = inner_] { return in->SetAttr(node, request, st.get()); });
+    if (res == 0) *out = *st;
+    return res;
+  }
+  int ReadLink(NodeId node, std::string* target) override {
+    auto t = std::make_shared<std::string>();
+    int res = Call([=, in = inner_] { return in->ReadLink(node, t.get()); });
+    if (res == 0) *target = *t;
+    return res;
+  }
+  int MkNod(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+            dev_t rdev, Entry* out) override {
+    auto entry = std::make_shared<Entry>();
+    std::string n = name;
+    return CopyEntry(Call([=, in = inner_] {
+                       return in->MkNod(caller, parent, n.c_str(), mode, rdev,
+                                        entry.get());
+                     }),
+                     *entry, out);
+  }
+  int MkDir(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+            Entry* out) override {
+    auto entry = std::make_shared<Entry>();
+    std::string n = name;
+    return CopyEntry(Call([=, in = inner_] {
+                       return in->MkDir(caller, parent, n.c_str(), mode,
+                                        entry.get());
+                     }),
+                     *entry, out);
+  }
+  int SymLink(const Caller& caller, const char* target, NodeId parent,
+              const char* name, Entry* out) override {
+    auto entry = std::make_shared<Entry>();
+    std::string t = target, n = name;
+    return CopyEntry(Call([=, in = inner_] {
+                       return in->SymLink(caller, t.c_str(), parent, n.c_str(),
+                                          entry.get());
+                     }),
+                     *entry, out);
+  }
+  int Link(NodeId node, NodeId new_parent, const char* new_name,
+           Entry* out) override {
+    auto entry = std::make_shared<Entry>();
+    std::string n = new_name;
+    return CopyEntry(Call([=, in = inner_] {
+                       return in->Link(node, new_parent, n.c_str(),
+                                       entry.get());
+                     }),
+                     *entry, out);
+  }
+  int Unlink(NodeId parent, const char* name) override {
+    std::string n = name;
+    return Call([=, in = inner_] { return in->Unlink(parent, n.c_str()); });
+  }
+  int RmDir(NodeId parent, const char* name) override {
+    std::string n = name;
+    return Call([=, in = inner_] { return in->RmDir(parent, n.c_str()); });
+  }
+  int Rename(NodeId parent, const char* name, NodeId new_parent,
+             const char* new_name, unsigned flags) override {
+    std::string n = name, nn = new_name;
+    return Call([=, in = inner_] {
+      return in->Rename(parent, n.c_str(), new_parent, nn.c_str(), flags);
+    });
+  }
+  int StatFs(NodeId node, struct statvfs* out) override {
+    auto st = std::make_shared<struct statvfs>();
+    int res = Call([=, in = inner_] { return in->StatFs(node, st.get()); });
+    if (res == 0) *out = *st;
+    return res;
+  }
+
+  int SetXattr(NodeId node, const char* name, const void* value, size_t size,
+               int flags) override {
+    std::string n = name;
+    auto v = std::make_shared<std::vector<char>>(
+        static_cast<const char*>(value),
+        static_cast<const char*>(value) + size);
+    return Call([=, in = inner_] {
+      return in->SetXattr(node, n.c_str(), v->data(), v->size(), flags);
+    });
+  }
+  int GetXattr(NodeId node, const char* name, void* value,
+               size_t size) override {
+    std::string n = name;
+    auto v = std::make_shared<std::vector<char>>(size);
+    int res = Call([=, in = inner_] {
+      return in->GetXattr(node, n.c_str(), size ? v->data() : nullptr, size);
+    });
+    if (res > 0 && size > 0) memcpy(value, v->data(), res);
+    return res;
+  }
+  int ListXattr(NodeId node, char* list, size_t size) override {
+    auto v = std::make_shared<std::vector<char>>(size);
+    int res = Call([=, in = inner_] {
+      return in->ListXattr(node, size ? v->data() : nullptr, size);
+    });
+    if (res > 0 && size > 0) memcpy(list, v->data(), res);
+    return res;
+  }
+  int RemoveXattr(NodeId node, const char* name) override {
+    std::string n = name;
+    return Call([=, in = inner_] { return in->RemoveXattr(node, n.c_str()); });
+  }
+
+  int Open(NodeId node, int flags, File** out) override {
+    auto file = std::make_shared<File*>(nullptr);
+    int res =
+        Call([=, in = inner_] { return in->Open(node, flags, file.get()); });
+    if (res == 0) *out = *file;
+    return res;
+  }
+  int Create(const Caller& caller, NodeId parent, const char* name, mode_t mode,
+             int flags, Entry* entry, File** out) override {
+    auto e = std::make_shared<Entry>();
+    auto file = std::make_shared<File*>(nullptr);
+    std::string n = name;
+    int res = Call([=, in = inner_] {
+      return in->Create(caller, parent, n.c_str(), mode, flags, e.get(),
+                        file.get());
+    });
+    if (res == 0) {
+      *entry = *e;
+      *out = *file;
+    }
+    return res;
+  }
+  int TmpFile(const Caller& caller, NodeId parent, mode_t mode, int flags,
+              Entry* entry, File** out) override {
+    auto e = std::make_shared<Entry>();
+    auto file = std::make_shared<File*>(nullptr);
+    int res = Call([=, in = inner_] {
+      return in->TmpFile(caller, parent, mode, flags, e.get(), file.get());
+    });
+    if (res == 0) {
+      *entry = *e;
+      *out = *file;
+    }
+    return res;
+  }
+  int Flush(File* file) override {
+    return Call([=, in = inner_] { return in->Flush(file); });
+  }
+  bool NeedsFlush(File* file) override { return inner_->NeedsFlush(file); }
+  void Release(File* file) override {
+    Call([=, in = inner_] {
+      in->Release(file);
+      return 0;
+    });
+  }
+
+  void SubmitIo(std::span<const FileIoRequest> batch) override {
+    for (const FileIoRequest& request : batch) {
+      // Device memory: the inner backend refuses it at once (it cannot
+      // reach it), so there is nothing to bounce.
+      const bool bounce = request.region == nullptr ||
+                          request.region->kind() == MemoryRegion::Kind::kHost;
+      // Written by the call before it finishes; read by `done` only when
+      // it reports the call's own result.
+      auto path = std::make_shared<IoPath>(IoPath::kNone);
+      auto bounced_data = std::make_shared<char*>(nullptr);
+      Backend* in = inner_;
+      gate_->Submit(
+          [=](CallGate::Finish finish) {
+            auto* completion = new GatedCompletion(bounce ? request.len : 0,
+                                                   path, std::move(finish));
+            FileIoRequest bounced = request;
+            if (bounce) {
+              if (request.op == FileOp::kWrite && request.len > 0) {
+                memcpy(completion->data(), request.buf, request.len);
+              }
+              bounced.region = nullptr;
+              bounced.buf = completion->data();
+              *bounced_data = completion->data();
+            }
+            bounced.completion = completion;
+            in->SubmitIo({&bounced, 1});
+          },
+          [=](int64_t result, bool gave_up) {
+            // Not given up: inside the call's completion, its data still
+            // there. Given up: the call may still run; nothing of its is
+            // read.
+            if (gave_up) {
+              request.completion->set_path(IoPath::kNone);
+              request.completion->Complete(result);
+              return;
+            }
+            if (result > 0 && request.op == FileOp::kRead &&
+                *bounced_data != nullptr) {
+              memcpy(request.buf, *bounced_data, static_cast<size_t>(result));
+            }
+            request.completion->set_path(*path);
+            request.completion->Complete(result);
+          });
+    }
+  }
+  int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
+    if (request.region != nullptr &&
+        request.region->kind() != MemoryRegion::Kind::kHost) {
+      // Device memory: refused at once by the inner backend (above).
+      *path = IoPath::kNone;
+      return inner_->RunIo(request, path);
+    }
+    std::shared_ptr<char[]> data(new char[request.len > 0 ? request.len : 1]);
+    if (request.op == FileOp::kWrite && request.len > 0) {
+      memcpy(data.get(), request.buf, request.len);
+    }
+    auto p = std::make_shared<IoPath>(IoPath::kNone);
+    FileIoRequest bounced = request;
+    bounced.region = nullptr;
+    bounced.buf = data.get();
+    int64_t res = Call([=, in = inner_] {
+      (void)data;  // kept alive for the call, which may outlive us
+      return in->RunIo(bounced, p.get());
+    });
+    // -ENOTCONN from a dead gate: the call may still run; *p is its.
+    *path = res == -ENOTCONN && gate_->dead() ? IoPath::kNone : *p;
+    if (res > 0 && request.op == FileOp::kRead) {
+      memcpy(request.buf, data.get(), static_cast<size_t>(res));
+    }
+    return res;
+  }
+  int Fsync(File* file, bool datasync) override {
+    return Call([=, in = inner_] { return in->Fsync(file, datasync); });
+  }
+  int Fallocate(File* file, int mode, off_t offset, off_t length) override {
+    return Call(
+        [=, in = inner_] { return in->Fallocate(file, mode, offset, length); });
+  }
+  ssize_t CopyFileRange(File* in_file, off_t in_offset, File* out,
+                        off_t out_offset, size_t len, unsigned flags) override {
+    return Call([=, in = inner_] {
+      return static_cast<int64_t>(
+          in->CopyFileRange(in_file, in_offset, out, out_offset, len, flags));
+    });
+  }
+  off_t Lseek(File* file, off_t offset, int whence) override {
+    return Call([=, in = inner_] {
+      return static_cast<int64_t>(in->Lseek(file, offset, whence));
+    });
+  }
+  bool KeepCache(File* file) override { return inner_->KeepCache(file); }
+  NodeId NodeOf(File* file) override { return inner_->NodeOf(file); }
+  int PassthroughFd(File* file) override { return inner_->PassthroughFd(file); }
+  int OpenNode(NodeId node, int flags, File** out) override {
+    auto file = std::make_shared<File*>(nullptr);
+    int res = Call(
+        [=, in = inner_] { return in->OpenNode(node, flags, file.get()); });
+    if (res == 0) *out = *file;
+    return res;
+  }
+
+  int OpenDir(NodeId node, Dir** out) override {
+    auto dir = std::make_shared<Dir*>(nullptr);
+    int res = Call([=, in = inner_] { return in->OpenDir(node, dir.get()); });
+    if (res == 0) *out = *dir;
+    return res;
+  }
+  // The call collects a batch of entries (names copied); they are handed
+  // to `emit` here, until it takes no more (the kernel asks again from the
+  // next offset).
+  int ReadDir(Dir* dir, off_t offset,
+              const std::function<bool(const DirEntry&)>& emit) override {
+    struct Collected {
+      std::string name;
+      ino_t ino;
+      unsigned type;
+      off_t next_offset;
+    };
+    constexpr size_t kBatch = 512;
+    auto got = std::make_shared<std::vector<Collected>>();
+    int res = Call([=, in = inner_] {
+      return in->ReadDir(dir, offset, [&got = *got](const DirEntry& e) {
+        if (got.size() == kBatch) return false;
+        got.push_back({e.name, e.ino, e.type, e.next_offset});
+        return true;
+      });
+    });
+    if (res < 0) return res;
+    for (const Collected& c : *got) {
+      if (!emit({c.name.c_str(), c.ino, c.type, c.next_offset})) break;
+    }
+    return res;
+  }
+  void ReleaseDir(Dir* dir) override {
+    Call([=, in = inner_] {
+      in->ReleaseDir(dir);
+      return 0;
+    });
+  }
+  int FsyncDir(Dir* dir, bool datasync) override {
+    return Call([=, in = inner_] { return in->FsyncDir(dir, datasync); });
+  }
+  bool HoldsEntry(NodeId dir, ino_t ino) override {
+    return inner_->HoldsEntry(dir, ino);
+  }
+
+ private:
+  // Runs `call` through the gate with this thread's request caller.
+  template <typename F>
+  int64_t Call(F call) {
+    std::shared_ptr<const Caller> caller;
+    if (const Caller* c = CurrentRequestCaller(); c != nullptr) {
+      caller = std::make_shared<Caller>(*c);
+    }
+    return gate_->Run([caller, call]() -> int64_t {
+      ScopedRequestCaller scope(caller.get());
+      return call();
+    });
+  }
+  static int CopyEntry(int64_t res, const Entry& got, Entry* out) {
+    if (res == 0) *out = got;
+    return static_cast<int>(res);
+  }
+
+  // Owned; never deleted once the gate is dead (see the destructor).
+  Backend* const inner_;
+  const std::chrono::milliseconds timeout_;
+  std::unique_ptr<CallGate> gate_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> GuardBackend(std::unique_ptr<Backend> inner,
+                                      unsigned threads,
+                                      std::chrono::milliseconds timeout) {
+  return std::make_unique<GuardedBackend>(std::move(inner), threads, timeout);
+}
+
+}  // namespace fgds::backend

@@ -1,0 +1,34 @@
+// File: backend/ceph/guarded_backend.h
+//
+// GuardedBackend: a Backend that runs every call of another one through a
+// CallGate (call_gate.h), so that no request waits more than the gate's
+// timeout: the ceph backend's calls block for as long as the cluster is
+// gone. Each call runs on a gate thread with copies of its arguments and
+// results of its own (a call given up on may still finish later, and must
+// not write where the caller's buffers were): names and values are copied
+// in, results copied out, file data bounced through a buffer of the call.
+// Once the gate is dead, every call fails with -ENOTCONN (the daemon's
+// requests with it), and the inner backend is never destroyed (its
+// teardown, ceph_unmount, would wait for the parked calls).
+//
+// The request caller (request_caller.h) moves to the gate thread with the
+// call.
+#ifndef FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
+#define FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
+
+#include <chrono>
+#include <memory>
+
+#include "backend/backend.h"
+
+namespace fgds::backend {
+
+// `threads`: the calls that may run at once (more wait in the gate's
+// queue, and their wait counts towards the timeout).
+std::unique_ptr<Backend> GuardBackend(std::unique_ptr<Backend> inner,
+                                      unsigned threads,
+                                      std::chrono::milliseconds timeout);
+
+}  // namespace fgds::backend
+
+#endif  // FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
