@@ -44,6 +44,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.id = config.ceph_id;
     options.fs = config.ceph_fs;
     options.root = config.ceph_root;
+    options.agents = config.agents;
+    options.agent_key = config.agent_key;
     return CreateCephBackend(options);
   }
 #endif

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/remote/socket_address.h"
 #include "common/io/io_engine.h"
 
 namespace fgds::backend {
@@ -35,6 +36,9 @@ struct BackendConfig {
   std::string ceph_id;
   std::string ceph_fs;
   std::string ceph_root = "/";
+  // ceph: the storage-side agents and their key file (ceph_backend.h).
+  std::vector<remote::HostPort> agents;
+  std::string agent_key;
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;
 };

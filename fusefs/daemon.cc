@@ -360,6 +360,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend_config.ceph_id = options.ceph_id;
   backend_config.ceph_fs = options.ceph_fs;
   backend_config.ceph_root = options.ceph_root;
+  backend_config.agents = options.agents;
+  backend_config.agent_key = options.agent_key;
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backend/remote/socket_address.h"
 
 namespace fgds::fusefs {
 
@@ -45,6 +46,11 @@ struct DaemonOptions {
   std::string ceph_id;
   std::string ceph_fs;
   std::string ceph_root = "/";
+  // --agents HOST:PORT[,...] and --agent-key FILE (ceph backend): the
+  // storage-side agents that move file data (docs/agent.md), and the
+  // cluster key file they prove. Empty: none.
+  std::vector<remote::HostPort> agents;
+  std::string agent_key;
   // Where the namespace is mounted (required argument).
   std::string mountpoint;
   // Stay in the foreground (log to stderr) instead of daemonizing.

@@ -12,9 +12,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/remote/socket_address.h"
 
 namespace fgds::backend {
 
@@ -33,6 +35,12 @@ struct CephOptions {
   // unless the conf sets client_mount_timeout (to other than libcephfs's
   // default, 300).
   unsigned mount_timeout_s = 30;
+  // Storage-side agents (`fgds mount --agents`, docs/agent.md) that serve
+  // the file data of reads and writes, each extent by the agent on its
+  // primary OSD's host; libcephfs serves what no agent answers. Empty:
+  // none. agent_key is the cluster key file they prove.
+  std::vector<remote::HostPort> agents;
+  std::string agent_key;
 };
 
 // Connects and mounts; an unreachable cluster fails after

@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/ceph_connect.h"
+#include "backend/remote/agent/ceph_inode.h"
 #include "backend/remote/agent_wire.h"
+#include "backend/remote/inode_name.h"
 
 namespace fgds::remote {
 
@@ -19,8 +21,9 @@ absl::StatusOr<std::unique_ptr<CephStore>> CephStore::Open(
   std::string description = absl::StrCat(
       "CephFS ", options.fs.empty() ? std::string("(default)") : options.fs,
       " subtree ", options.root, " of ", options.conf);
+  const bool whole_fs = options.root.empty() || options.root == "/";
   return std::unique_ptr<CephStore>(
-      new CephStore(*cmount, std::move(description)));
+      new CephStore(*cmount, std::move(description), whole_fs));
 }
 
 CephStore::~CephStore() {
@@ -49,8 +52,51 @@ int CephStore::OpenFile(const std::string& path, int access) {
   return fd;
 }
 
+int64_t CephStore::MoveByInode(uint64_t ino, bool write, uint64_t offset,
+                               char* buf, size_t length) {
+  if (!whole_fs_) return -EPERM;
+  Inode* in = nullptr;
+  int rc = fgds_ceph_lookup_inode(cmount_, ino, &in);
+  if (rc < 0) return rc;
+  UserPerm* perms = ceph_mount_perms(cmount_);
+  struct ceph_statx stx = {};
+  rc = ceph_ll_getattr(cmount_, in, &stx, CEPH_STATX_MODE, 0, perms);
+  if (rc == 0 && !S_ISREG(stx.stx_mode)) {
+    rc = S_ISDIR(stx.stx_mode) ? -EISDIR : -EINVAL;
+  }
+  Fh* fh = nullptr;
+  if (rc == 0) {
+    rc = ceph_ll_open(cmount_, in, write ? O_WRONLY : O_RDONLY, &fh, perms);
+  }
+  if (rc < 0) {
+    ceph_ll_put(cmount_, in);
+    return rc;
+  }
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
+    const auto off = static_cast<int64_t>(offset + done);
+    return write ? ceph_ll_write(cmount_, fh, off, length - done, buf + done)
+                 : ceph_ll_read(cmount_, fh, off, length - done, buf + done);
+  });
+  int error = m.error;
+  if (write) {
+    if (error == 0 && m.bytes < length) error = -EIO;
+    // Synced before the reply, as Write below says why.
+    if (m.bytes > 0) {
+      int synced = ceph_ll_fsync(cmount_, fh, /*syncdataonly=*/1);
+      if (synced < 0) error = synced;
+    }
+  }
+  ceph_ll_close(cmount_, fh);
+  ceph_ll_put(cmount_, in);
+  if (write && error < 0) return error;
+  return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : error;
+}
+
 int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
                         size_t length) {
+  if (uint64_t ino; ParseInodeName(path, &ino)) {
+    return MoveByInode(ino, false, offset, static_cast<char*>(out), length);
+  }
   int fd = OpenFile(path, O_RDONLY);
   if (fd < 0) return fd;
   auto* p = static_cast<char*>(out);
@@ -64,6 +110,12 @@ int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
 
 int64_t CephStore::Write(const std::string& path, uint64_t offset,
                          const void* data, size_t length) {
+  if (uint64_t ino; ParseInodeName(path, &ino)) {
+    // ceph_ll_write only reads the buffer.
+    return MoveByInode(ino, true, offset,
+                       const_cast<char*>(static_cast<const char*>(data)),
+                       length);
+  }
   int fd = OpenFile(path, O_WRONLY);
   if (fd < 0) return fd;
   const auto* p = static_cast<const char*>(data);

@@ -7,6 +7,13 @@
 // within the mount), after CheckRelativePath refused ".." and absolute
 // paths outright. Only regular files are served; nothing is created.
 //
+// A name "@inode/N" (inode_name.h) is the file with inode number N, as
+// daemons send it (`fgds mount --agents`): looked up by number
+// (ceph_ll_lookup_inode), so renames do not matter. Served only by an
+// agent of the whole file system (--ceph-root /): a subtree's agent could
+// not tell whether the inode lies beneath its root, and refuses with
+// EPERM (the daemon then serves the request through its own client).
+//
 // The agent acts with the credentials of its cephx client (root by
 // default): the daemon checked the user's permission when the file was
 // opened through its mount.
@@ -39,13 +46,19 @@ class CephStore : public AgentStore {
                 size_t length) override;
 
  private:
-  CephStore(ceph_mount_info* cmount, std::string description)
-      : cmount_(cmount), description_(std::move(description)) {}
+  CephStore(ceph_mount_info* cmount, std::string description, bool whole_fs)
+      : cmount_(cmount),
+        description_(std::move(description)),
+        whole_fs_(whole_fs) {}
   // A libcephfs descriptor of the regular file `path`, or -errno.
   int OpenFile(const std::string& path, int access);
+  // Read or Write of the file numbered `ino` (an "@inode/N" name).
+  int64_t MoveByInode(uint64_t ino, bool write, uint64_t offset, char* buf,
+                      size_t length);
 
   ceph_mount_info* const cmount_;
   const std::string description_;
+  const bool whole_fs_;  // the root is the file system's: inode names served
 };
 
 }  // namespace fgds::remote
