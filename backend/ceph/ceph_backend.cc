@@ -778,16 +778,18 @@ class CephBackend : public Backend {
   // moves the piece itself; the fallback is counted here).
   int64_t MoveByAgent(const FileIoRequest& request, const Piece& piece) {
     CephFile* f = Of(request.file);
-    Inode* in = f->in != nullptr ? f->in : Get(f->node);
-    struct sockaddr_storage osd_address = {};
-    const struct sockaddr_storage* near = nullptr;
-    if (in != nullptr) {
-      const int osd = fgds_ceph_primary_osd(cmount_, in, piece.offset);
-      if (osd >= 0 && ceph_get_osd_addr(cmount_, osd, &osd_address) == 0) {
-        near = &osd_address;
-      }
-    }
-    const int agent = agents_->Choose(near);
+    const uint64_t ino = InoOfNode(f->node, root_ino_);
+    // Which agent: the one on the host of the object's primary OSD is the
+    // design (AgentPool::Choose matches addresses), but Pacific's
+    // libcephfs has no working call from an Inode to that OSD:
+    // ceph_ll_get_stripe_osd drops the caller's layout and computes with
+    // an empty one (it fails an assertion in OSDMap, killing the daemon:
+    // seen here), and ceph_get_file_extent_osds wants a descriptor of the
+    // path API, which this backend does not have. So the objects of a file
+    // are spread over the agents that are up, by object number: every
+    // agent carries a share, and one object always goes to one agent.
+    const uint64_t object = f->granule != 0 ? piece.offset / f->granule : 0;
+    const int agent = agents_->Choose(nullptr, ino * 31 + object);
     if (agent < 0) {
       agents_->Fallback(-1);
       return -EHOSTDOWN;

@@ -2,7 +2,6 @@
 #include "backend/ceph/ceph_c_shim.h"
 
 #include <cephfs/libcephfs.h>
-#include <errno.h>
 
 void fgds_ceph_file_layout(struct ceph_mount_info* cmount, struct Inode* in,
                            uint32_t* stripe_unit, uint32_t* stripe_count,
@@ -12,18 +11,6 @@ void fgds_ceph_file_layout(struct ceph_mount_info* cmount, struct Inode* in,
   *stripe_unit = layout.fl_stripe_unit;
   *stripe_count = layout.fl_stripe_count;
   *object_size = layout.fl_object_size;
-}
-
-int fgds_ceph_primary_osd(struct ceph_mount_info* cmount, struct Inode* in,
-                          uint64_t offset) {
-  struct ceph_file_layout layout = {0};
-  ceph_ll_file_layout(cmount, in, &layout);
-  if (layout.fl_stripe_unit == 0) return -EINVAL;
-  // ceph_ll_get_stripe_osd's "block" is a stripe unit of the file: it maps
-  // it to its object (through the stripe count and object size) and the
-  // object to its placement group's primary.
-  return ceph_ll_get_stripe_osd(cmount, in, offset / layout.fl_stripe_unit,
-                                &layout);
 }
 
 static void OnInode(void* handle, vinodeno_t vino, int64_t offset,

@@ -22,11 +22,6 @@ void fgds_ceph_file_layout(struct ceph_mount_info* cmount, struct Inode* in,
                            uint32_t* stripe_unit, uint32_t* stripe_count,
                            uint32_t* object_size);
 
-// The OSD id of the primary of the object holding byte `offset` of the
-// file (ceph_ll_get_stripe_osd), or -errno.
-int fgds_ceph_primary_osd(struct ceph_mount_info* cmount, struct Inode* in,
-                          uint64_t offset);
-
 // Registers the cache invalidation callbacks (ceph_ll_register_callbacks)
 // of `handle`, which the C++ side defines below. Snapshot inodes (snapid
 // other than head) are not passed on: they never change.

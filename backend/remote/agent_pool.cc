@@ -3,13 +3,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "backend/remote/agent_auth.h"
 
 namespace fgds::remote {
 namespace {
@@ -61,14 +62,7 @@ struct AgentPool::Agent {
   std::atomic<uint64_t> fallbacks{0}, connects{0}, failures{0};
 };
 
-AgentPool::AgentPool(AgentPoolOptions options)
-    : options_(std::move(options)), client_id_([] {
-        Nonce random;
-        uint64_t id = 0;
-        if (MakeNonce(&random).ok())
-          std::memcpy(&id, random.data(), sizeof(id));
-        return id == 0 ? uint64_t{1} : id;
-      }()) {}
+AgentPool::AgentPool(AgentPoolOptions options) : options_(std::move(options)) {}
 
 AgentPool::~AgentPool() = default;
 
@@ -76,6 +70,10 @@ absl::StatusOr<std::unique_ptr<AgentPool>> AgentPool::Create(
     AgentPoolOptions options) {
   if (options.agents.empty()) {
     return absl::InvalidArgumentError("no agents given");
+  }
+  if (options.agents.size() > kMaxAgents) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(options.agents.size(), " agents: at most ", kMaxAgents));
   }
   std::unique_ptr<AgentPool> pool(new AgentPool(std::move(options)));
   for (const HostPort& address : pool->options_.agents) {
@@ -109,18 +107,22 @@ bool AgentPool::Up(const Agent& agent) const {
   return until == 0 || NowNs() >= until;
 }
 
-int AgentPool::Choose(const struct sockaddr_storage* near) {
-  int first_up = -1;
+int AgentPool::Choose(const struct sockaddr_storage* near, uint64_t spread) {
+  // At most a few dozen agents: a scan per request costs less than keeping
+  // a list of those up in step.
+  int up[kMaxAgents];
+  size_t n = 0;
   for (size_t i = 0; i < agents_.size(); ++i) {
     const Agent& agent = *agents_[i];
     if (!Up(agent)) continue;
-    if (near == nullptr) return static_cast<int>(i);
-    for (const auto& ip : agent.ips) {
-      if (SameIp(ip, *near)) return static_cast<int>(i);
+    if (near != nullptr) {
+      for (const auto& ip : agent.ips) {
+        if (SameIp(ip, *near)) return static_cast<int>(i);
+      }
     }
-    if (first_up < 0) first_up = static_cast<int>(i);
+    if (n < std::size(up)) up[n++] = static_cast<int>(i);
   }
-  return first_up;
+  return n == 0 ? -1 : up[spread % n];
 }
 
 void AgentPool::MarkDown(Agent& agent, const std::string& why) {
@@ -156,7 +158,12 @@ std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent) {
   o.checked = options_.checked;
   o.connect_timeout_ms = options_.connect_timeout_ms;
   o.io_timeout_ms = options_.io_timeout_ms;
-  o.client_id = client_id_;
+  // A client id of its own (Connect picks one): the agent applies each
+  // (client id, sequence number) once, and every AgentClient counts its
+  // write sequence from 1, so two connections sharing an id would have
+  // the second one's writes taken for retries of the first's, and not
+  // applied.
+  o.client_id = 0;
   agent.connects.fetch_add(1, std::memory_order_relaxed);
   auto client = AgentClient::Connect(std::move(o));
   if (!client.ok()) {

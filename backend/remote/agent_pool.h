@@ -6,7 +6,7 @@
 //
 // Example:
 //   auto pool = AgentPool::Create(options);
-//   int agent = (*pool)->Choose(&osd_address);   // -1: none is up
+//   int agent = (*pool)->Choose(&osd_address, object_number);  // -1: none
 //   int64_t n = (*pool)->Read(agent, "@inode/1099511627776", off, buf, len);
 //   if (n < 0) ... the caller's own path (libcephfs) ...
 //
@@ -19,8 +19,9 @@
 // Choosing: an agent whose address is the given one (the primary OSD of
 // the extent, ceph_get_osd_addr): the agent on the host that holds the
 // data. Addresses compare by IP only (agents and OSDs listen on different
-// ports). Without a match (several OSDs per host on other addresses, or
-// agents named by other interfaces), the first agent that is up.
+// ports). Without an address or a match, the agents that are up share the
+// work by `spread` (the same key, the same agent while the set is
+// unchanged).
 //
 // Thread safety: every method may be called concurrently.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_POOL_H_
@@ -41,6 +42,8 @@
 #include "common/mutex.h"
 
 namespace fgds::remote {
+
+inline constexpr size_t kMaxAgents = 64;
 
 struct AgentPoolOptions {
   std::vector<HostPort> agents;
@@ -65,8 +68,9 @@ class AgentPool {
   AgentPool& operator=(const AgentPool&) = delete;
 
   // The agent to send an extent to: one on `near`'s IP if that one is up
-  // (near may be null), else the first that is up; -1 if none is.
-  int Choose(const struct sockaddr_storage* near);
+  // (near may be null), else the one `spread` picks among those up; -1 if
+  // none is.
+  int Choose(const struct sockaddr_storage* near, uint64_t spread);
 
   // As AgentClient's, on agent `agent` (from Choose). Bytes moved, or
   // -errno; on an error the caller serves the request itself and calls
@@ -94,7 +98,6 @@ class AgentPool {
   bool Up(const Agent& agent) const;
 
   const AgentPoolOptions options_;
-  const uint64_t client_id_;  // one per daemon: keys the agents' write dedup
   std::vector<std::unique_ptr<Agent>> agents_;
   std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
 };

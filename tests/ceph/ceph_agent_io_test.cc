@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -97,7 +98,12 @@ class CephAgentIoTest : public CephTest {
   void SetUp() override {
     CephTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    key_ = dir_ + ".key";
+    // Keys live outside the file system: the agent and the daemon read
+    // them before they serve it.
+    auto keys = MakeTempDir("fgds-agent-keys.");
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    keys_ = *keys;
+    key_ = keys_ + "/agent.key";
     ASSERT_TRUE(WriteKey(key_, 'k'));
     StartAgent(key_);
     ASSERT_NO_FATAL_FAILURE(MountWithAgents(key_));
@@ -106,8 +112,7 @@ class CephAgentIoTest : public CephTest {
     if (agent_fs_ != nullptr) (void)agent_fs_->Unmount();
     agent_fs_.reset();
     if (agent_ != nullptr) agent_->Stop(nullptr);
-    if (!key_.empty()) unlink(key_.c_str());
-    for (const auto& k : extra_keys_) unlink(k.c_str());
+    if (!keys_.empty()) RemoveTree(keys_);
   }
 
   void StartAgent(const std::string& key) {
@@ -134,8 +139,8 @@ class CephAgentIoTest : public CephTest {
     return ReadAll(agent_fs_->mountpoint() + "/.fgds/stats");
   }
 
+  std::string keys_;  // a local directory for the key files
   std::string key_;
-  std::vector<std::string> extra_keys_;
   std::unique_ptr<AgentProcess> agent_;
   std::unique_ptr<MountedFs> agent_fs_;
   std::string agent_dir_;
@@ -321,8 +326,7 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
 TEST_F(CephAgentIoTest, AWrongKeyFallsBackWithTheReason) {
   (void)agent_fs_->Unmount();
   agent_fs_.reset();
-  const std::string other = dir_ + ".other.key";
-  extra_keys_.push_back(other);
+  const std::string other = keys_ + "/other.key";
   ASSERT_TRUE(WriteKey(other, 'o'));
   ASSERT_NO_FATAL_FAILURE(MountWithAgents(other));
 
@@ -338,28 +342,46 @@ TEST_F(CephAgentIoTest, AWrongKeyFallsBackWithTheReason) {
   EXPECT_NE(why.find("cluster key"), std::string::npos) << Stats();
 }
 
-// Bad --agents never reach a mount: the daemon exits saying why.
+// Bad --agents never reach a mount: the real daemon exits saying why
+// (before it connects to the cluster, or right after, for the key file).
 TEST(CephAgentOptionsTest, BadAgentsAreRefused) {
   if (ceph_cluster->conf.empty()) GTEST_SKIP() << ceph_cluster->skip_reason;
-  const std::vector<std::vector<std::string>> bad = {
-      {"--agents", "127.0.0.1", "--agent-key", "/nonexistent"},
-      {"--agents", "127.0.0.1:7070"},
-      {"--agents", "127.0.0.1:7070", "--agent-key", "/nonexistent/key"},
+  auto dir = MakeTempDir("fgds-agent-options.");
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  const std::string open_key = *dir + "/open.key";
+  ASSERT_TRUE(WriteKey(open_key, 'k'));
+  ASSERT_EQ(chmod(open_key.c_str(), 0644), 0);
+  ASSERT_EQ(mkdir((*dir + "/mnt").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((*dir + "/data").c_str(), 0755), 0);
+  struct Case {
+    std::string args;
+    const char* says;
   };
-  for (const auto& extra : bad) {
-    MountOptions options;
-    options.extra_args = {"--backend", "ceph", "--ceph-conf",
-                          ceph_cluster->conf};
-    options.extra_args.insert(options.extra_args.end(), extra.begin(),
-                              extra.end());
-    options.timeout_ms = 40000;
-    auto fs = MountedFs::Start(options);
-    EXPECT_FALSE(fs.ok()) << extra[1];
-    if (!fs.ok()) {
-      EXPECT_NE(fs.status().message().find("agent"), std::string::npos)
-          << fs.status();
-    }
+  const Case cases[] = {
+      {"--agents 127.0.0.1 --agent-key /nonexistent", "no port"},
+      {"--agents 127.0.0.1:7070,,127.0.0.1:7071 --agent-key /x", "--agents"},
+      {"--agents 127.0.0.1:7070", "needs --agent-key"},
+      {"--agents 127.0.0.1:7070 --agent-key " + *dir + "/missing",
+       "--agent-key"},
+      {"--agents 127.0.0.1:7070 --agent-key " + open_key, "--agent-key"},
+  };
+  for (const Case& c : cases) {
+    const std::string command =
+        absl::StrCat(FgdsBinary(), " mount -f --backend ceph --ceph-conf ",
+                     ceph_cluster->conf, " --data ", *dir, "/data ", c.args,
+                     " ", *dir, "/mnt 2>&1");
+    FILE* p = popen(command.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    const int status = pclose(p);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        << c.args << ": " << out;
+    EXPECT_NE(out.find(c.says), std::string::npos) << c.args << ": " << out;
   }
+  RemoveTree(*dir);
 }
 
 }  // namespace
