@@ -143,7 +143,7 @@ void AgentPool::MarkDown(Agent& agent, const std::string& why) {
   }
 }
 
-std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent) {
+std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent, int* error) {
   {
     fgds::MutexLock lock(&agent.mu);
     if (!agent.idle.empty()) {
@@ -168,6 +168,9 @@ std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent) {
   auto client = AgentClient::Connect(std::move(o));
   if (!client.ok()) {
     MarkDown(agent, std::string(client.status().message()));
+    *error = client.status().code() == absl::StatusCode::kPermissionDenied
+                 ? -EACCES
+                 : -EHOSTDOWN;
     return nullptr;
   }
   fgds::MutexLock lock(&agent.mu);
@@ -192,8 +195,9 @@ int64_t AgentPool::Transfer(int index, bool write, std::string_view name,
     return -EINVAL;
   }
   Agent& agent = *agents_[index];
-  std::unique_ptr<AgentClient> client = Borrow(agent);
-  if (client == nullptr) return -EHOSTDOWN;
+  int error = 0;
+  std::unique_ptr<AgentClient> client = Borrow(agent, &error);
+  if (client == nullptr) return error;
   const int64_t n = write ? client->Write(name, offset, buffer, length)
                           : client->Read(name, offset, buffer, length);
   if (n < 0 && !client->connected()) {

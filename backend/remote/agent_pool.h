@@ -91,8 +91,9 @@ class AgentPool {
   explicit AgentPool(AgentPoolOptions options);
   int64_t Transfer(int agent, bool write, std::string_view name,
                    uint64_t offset, void* buffer, size_t length);
-  // A connected client of `agent`, or null (the agent is marked down).
-  std::unique_ptr<AgentClient> Borrow(Agent& agent);
+  // A connected client of `agent`, or null (the agent is marked down;
+  // *error: -EACCES for a wrong key, else -EHOSTDOWN).
+  std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
   void Return(Agent& agent, std::unique_ptr<AgentClient> client);
   void MarkDown(Agent& agent, const std::string& why);
   bool Up(const Agent& agent) const;
