@@ -27,6 +27,7 @@ absl::StatusOr<std::unique_ptr<CephStore>> CephStore::Open(
 }
 
 CephStore::~CephStore() {
+  handles_.reset();
   ceph_unmount(cmount_);
   ceph_release(cmount_);
 }
@@ -55,23 +56,8 @@ int CephStore::OpenFile(const std::string& path, int access) {
 int64_t CephStore::MoveByInode(uint64_t ino, bool write, uint64_t offset,
                                char* buf, size_t length) {
   if (!whole_fs_) return -EPERM;
-  Inode* in = nullptr;
-  int rc = fgds_ceph_lookup_inode(cmount_, ino, &in);
-  if (rc < 0) return rc;
-  UserPerm* perms = ceph_mount_perms(cmount_);
-  struct ceph_statx stx = {};
-  rc = ceph_ll_getattr(cmount_, in, &stx, CEPH_STATX_MODE, 0, perms);
-  if (rc == 0 && !S_ISREG(stx.stx_mode)) {
-    rc = S_ISDIR(stx.stx_mode) ? -EISDIR : -EINVAL;
-  }
   Fh* fh = nullptr;
-  if (rc == 0) {
-    rc = ceph_ll_open(cmount_, in, write ? O_WRONLY : O_RDONLY, &fh, perms);
-  }
-  if (rc < 0) {
-    ceph_ll_put(cmount_, in);
-    return rc;
-  }
+  if (int rc = handles_->Acquire(ino, write, &fh); rc < 0) return rc;
   const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
     const auto off = static_cast<int64_t>(offset + done);
     return write ? ceph_ll_write(cmount_, fh, off, length - done, buf + done)
@@ -86,8 +72,7 @@ int64_t CephStore::MoveByInode(uint64_t ino, bool write, uint64_t offset,
       if (synced < 0) error = synced;
     }
   }
-  ceph_ll_close(cmount_, fh);
-  ceph_ll_put(cmount_, in);
+  handles_->Release(ino, write);
   if (write && error < 0) return error;
   return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : error;
 }

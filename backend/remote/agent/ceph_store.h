@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "backend/ceph/ceph_backend.h"
 #include "backend/remote/agent/agent_store.h"
+#include "backend/remote/agent/ceph_handle_cache.h"
 
 struct ceph_mount_info;
 
@@ -49,7 +50,12 @@ class CephStore : public AgentStore {
   CephStore(ceph_mount_info* cmount, std::string description, bool whole_fs)
       : cmount_(cmount),
         description_(std::move(description)),
-        whole_fs_(whole_fs) {}
+        whole_fs_(whole_fs),
+        handles_(std::make_unique<CephHandleCache>(cmount, kHandleIdleMs,
+                                                   kMaxHandles)) {}
+  // Open files kept for the daemons' next requests (ceph_handle_cache.h).
+  static constexpr int kHandleIdleMs = 1000;
+  static constexpr size_t kMaxHandles = 256;
   // A libcephfs descriptor of the regular file `path`, or -errno.
   int OpenFile(const std::string& path, int access);
   // Read or Write of the file numbered `ino` (an "@inode/N" name).
@@ -59,6 +65,8 @@ class CephStore : public AgentStore {
   ceph_mount_info* const cmount_;
   const std::string description_;
   const bool whole_fs_;  // the root is the file system's: inode names served
+  // Inode names' open files; reset before the unmount.
+  std::unique_ptr<CephHandleCache> handles_;
 };
 
 }  // namespace fgds::remote
