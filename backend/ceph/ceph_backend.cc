@@ -748,10 +748,9 @@ class CephBackend : public Backend {
   }
 
   // One piece of a read or write, in the calling thread: bytes moved
-  // (short only at end of file) or -errno, and the way they went. An
-  // agent's piece (the piece lies within one object: one primary OSD)
-  // goes to the agent near that OSD; what no agent moved goes through
-  // libcephfs.
+  // (short only at end of file) or -errno, and the way they went. With
+  // agents, the piece (within one object) goes to one of them first
+  // (MoveByAgent); what no agent moved goes through libcephfs.
   int64_t MovePiece(const FileIoRequest& request, const Piece& piece,
                     IoPath* path) {
     *path = IoPath::kPageCache;
@@ -796,8 +795,7 @@ class CephBackend : public Backend {
     }
     // The agent opens the file by its inode number (CephStore): valid on
     // any client of the file system, and unchanged by renames.
-    const std::string name =
-        absl::StrCat(remote::kInodeNamePrefix, InoOfNode(f->node, root_ino_));
+    const std::string name = absl::StrCat(remote::kInodeNamePrefix, ino);
     char* buf = request.buf + (piece.offset - request.offset);
     const int64_t n =
         request.op == FileOp::kRead
