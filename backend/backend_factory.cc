@@ -46,6 +46,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.root = config.ceph_root;
     options.call_timeout_ms = config.ceph_timeout_ms;
     options.client_uuid = config.ceph_client_uuid;
+    options.agents = config.agents;
+    options.agent_key = config.agent_key;
     return CreateCephBackend(options);
   }
 #endif

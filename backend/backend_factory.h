@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/remote/socket_address.h"
 #include "common/io/io_engine.h"
 
 namespace fgds::backend {
@@ -35,9 +36,12 @@ struct BackendConfig {
   std::string ceph_id;
   std::string ceph_fs;
   std::string ceph_root = "/";
+  // ceph: CephOptions::call_timeout_ms and CephOptions::client_uuid.
   unsigned ceph_timeout_ms = 120000;
-  std::string ceph_client_uuid;  // CephOptions::client_uuid  //
-                                 // CephOptions::call_timeout_ms
+  std::string ceph_client_uuid;
+  // ceph: the storage-side agents and their key file (ceph_backend.h).
+  std::vector<remote::HostPort> agents;
+  std::string agent_key;
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;
 };

@@ -66,6 +66,10 @@ enum class IoPath : uint8_t {
   kNone,       // no data moved (syncs, failures before any I/O)
   kDirect,     // O_DIRECT: storage DMA straight to or from the memory
   kPageCache,  // copied through the backing file's page cache
+  // Moved by a storage-side agent (backend/remote/, `fgds mount --agents`):
+  // over its TCP connection, or by RDMA into the memory.
+  kAgentTcp,
+  kAgentRdma,
 };
 
 // Hints from the caller, combined in FileIoRequest::flags.

@@ -370,6 +370,8 @@ absl::Status ServeMount(const DaemonOptions& options,
     backend_config.ceph_client_uuid =
         absl::StrCat("fgds:", host, ":", options.mountpoint);
   }
+  backend_config.agents = options.agents;
+  backend_config.agent_key = options.agent_key;
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =

@@ -35,6 +35,50 @@ TEST(OptionsTest, BackendIsChosenByName) {
   EXPECT_FALSE(Parse({"/mnt/fgds", "--backend"}).ok());
 }
 
+TEST(OptionsTest, AgentsAreAListOfHostPortsWithAKey) {
+  auto options = Parse({"--backend", "ceph", "--agents",
+                        "10.0.0.1:7070,[::1]:7071,store-3:7072", "--agent-key",
+                        "/etc/fgds/agent.key", "/mnt/fgds"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_EQ(options->agents.size(), 3u);
+  EXPECT_EQ(options->agents[0].host, "10.0.0.1");
+  EXPECT_EQ(options->agents[0].port, 7070);
+  EXPECT_EQ(options->agents[1].host, "::1");
+  EXPECT_EQ(options->agents[2].host, "store-3");
+  EXPECT_EQ(options->agent_key, "/etc/fgds/agent.key");
+  EXPECT_TRUE(Parse({"/mnt/fgds"})->agents.empty());
+}
+
+TEST(OptionsTest, BadAgentsAreRefusedWithTheReason) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  const Case cases[] = {
+      {{"--backend", "ceph", "--agents", "nohost", "--agent-key", "k"},
+       "--agents"},
+      {{"--backend", "ceph", "--agents", "a:1,,b:2", "--agent-key", "k"},
+       "--agents"},
+      {{"--backend", "ceph", "--agents", "a:70000", "--agent-key", "k"},
+       "--agents"},
+      {{"--backend", "ceph", "--agents", "a:0", "--agent-key", "k"}, "port 0"},
+      {{"--backend", "ceph", "--agents", "a:1"}, "needs --agent-key"},
+      {{"--backend", "ceph", "--agent-key", "k"}, "only used with --agents"},
+      {{"--agents", "a:1", "--agent-key", "k"}, "is for --backend ceph"},
+      {{"--backend", "ceph", "--agents"}, "--agents"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.push_back("/mnt/fgds");
+    auto options = Parse(args);
+    std::string joined;
+    for (const auto& a : c.args) joined += a + " ";
+    ASSERT_FALSE(options.ok()) << joined;
+    EXPECT_NE(options.status().message().find(c.says), std::string::npos)
+        << joined << ": " << options.status();
+  }
+}
+
 TEST(OptionsTest, CephOptions) {
   auto options =
       Parse({"--backend", "ceph", "--ceph-conf", "/c/ceph.conf", "--ceph-id",

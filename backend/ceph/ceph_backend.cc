@@ -29,6 +29,8 @@
 #include "backend/ceph/io_pool.h"
 #include "backend/ceph/node_ids.h"
 #include "backend/ceph/object_split.h"
+#include "backend/remote/agent_pool.h"
+#include "backend/remote/inode_name.h"
 #include "backend/request_caller.h"
 #include "common/mutex.h"
 
@@ -98,10 +100,11 @@ class CallPerm {
 class CephBackend : public Backend {
  public:
   CephBackend(ceph_mount_info* cmount, Inode* root, uint64_t root_ino,
-              unsigned io_threads)
+              unsigned io_threads, std::unique_ptr<remote::AgentPool> agents)
       : cmount_(cmount),
         perms_(ceph_mount_perms(cmount)),
         root_ino_(root_ino),
+        agents_(std::move(agents)),
         pool_(std::make_unique<IoPool>(io_threads)) {
     nodes_[kCephRootNode] = {root, 1};
     // Ceph tells its client when it revokes the capabilities that let it
@@ -133,7 +136,7 @@ class CephBackend : public Backend {
         " split_pieces=", split_pieces_.load(std::memory_order_relaxed),
         " inval_data=", inode_invalidations_.load(std::memory_order_relaxed),
         " inval_names=", entry_invalidations_.load(std::memory_order_relaxed),
-        "\n");
+        "\n", agents_ != nullptr ? agents_->StatsText() : std::string());
   }
   bool WantsRequestCaller() const override { return true; }
   // libcephfs copies every byte with the CPU (until the RDMA edge).
@@ -474,10 +477,18 @@ class CephBackend : public Backend {
       auto* split = new Split(request, std::move(pieces));
       for (size_t i = 0; i < n; ++i) {
         pool_->Submit([this, split, i] {
-          split->results[i] = MovePiece(split->request, split->pieces[i]);
+          IoPath path;
+          split->results[i] =
+              MovePiece(split->request, split->pieces[i], &path);
+          if (path != IoPath::kAgentTcp) {
+            split->all_by_agent.store(false, std::memory_order_relaxed);
+          }
           if (split->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             int64_t res = CombinePieces(split->pieces, split->results);
             FileIoCompletion* completion = split->request.completion;
+            if (split->all_by_agent.load(std::memory_order_relaxed)) {
+              completion->set_path(IoPath::kAgentTcp);
+            }
             delete split;
             completion->Complete(res);
           }
@@ -491,23 +502,29 @@ class CephBackend : public Backend {
     if (int err = Refuse(request); err != 0) return err;
     std::vector<Piece> pieces = PiecesOf(request);
     if (pieces.size() <= 1) return Move(request, path);
-    *path = IoPath::kPageCache;
     // The first piece here, the others on the pool, then wait for them.
     std::vector<int64_t> results(pieces.size(), 0);
     fgds::Mutex mu;
     fgds::CondVar done;
     size_t left = pieces.size() - 1;
+    bool all_by_agent = true;
     for (size_t i = 1; i < pieces.size(); ++i) {
       pool_->Submit([&, i] {
-        int64_t res = MovePiece(request, pieces[i]);
+        IoPath piece_path;
+        int64_t res = MovePiece(request, pieces[i], &piece_path);
         fgds::MutexLock lock(&mu);
         results[i] = res;
+        if (piece_path != IoPath::kAgentTcp) all_by_agent = false;
         if (--left == 0) done.Signal();
       });
     }
-    results[0] = MovePiece(request, pieces[0]);
+    IoPath first_path;
+    results[0] = MovePiece(request, pieces[0], &first_path);
     fgds::MutexLock lock(&mu);
     while (left != 0) done.Wait(&mu);
+    *path = all_by_agent && first_path == IoPath::kAgentTcp
+                ? IoPath::kAgentTcp
+                : IoPath::kPageCache;
     return CombinePieces(pieces, results);
   }
 
@@ -586,6 +603,7 @@ class CephBackend : public Backend {
     const std::vector<Piece> pieces;
     std::vector<int64_t> results;  // slot i written only by piece i's job
     std::atomic<size_t> left;
+    std::atomic<bool> all_by_agent{true};  // every piece went to an agent
   };
 
  public:
@@ -731,8 +749,68 @@ class CephBackend : public Backend {
   }
 
   // One piece of a read or write, in the calling thread: bytes moved
-  // (short only at end of file) or -errno.
-  int64_t MovePiece(const FileIoRequest& request, const Piece& piece) {
+  // (short only at end of file) or -errno, and the way they went. With
+  // agents, the piece (within one object) goes to one of them first
+  // (MoveByAgent); what no agent moved goes through libcephfs.
+  int64_t MovePiece(const FileIoRequest& request, const Piece& piece,
+                    IoPath* path) {
+    *path = IoPath::kPageCache;
+    Piece rest = piece;
+    if (agents_ != nullptr) {
+      const int64_t n = MoveByAgent(request, piece);
+      if (n >= 0 && (static_cast<uint64_t>(n) == piece.len ||
+                     request.op == FileOp::kRead)) {
+        *path = IoPath::kAgentTcp;
+        return n;
+      }
+      // A write the agent took only part of: the rest here.
+      if (n > 0) {
+        rest.offset += static_cast<uint64_t>(n);
+        rest.len -= static_cast<uint64_t>(n);
+      }
+    }
+    const int64_t n = MoveByCeph(request, rest);
+    if (rest.offset == piece.offset || n < 0) return n;
+    return static_cast<int64_t>(rest.offset - piece.offset) + n;
+  }
+
+  // The agent's part of MovePiece: bytes moved or -errno (then the caller
+  // moves the piece itself; the fallback is counted here).
+  int64_t MoveByAgent(const FileIoRequest& request, const Piece& piece) {
+    CephFile* f = Of(request.file);
+    const uint64_t ino = InoOfNode(f->node, root_ino_);
+    // Which agent: the one on the host of the object's primary OSD is the
+    // design (AgentPool::Choose matches addresses), but Pacific's
+    // libcephfs has no working call from an Inode to that OSD:
+    // ceph_ll_get_stripe_osd drops the caller's layout and computes with
+    // an empty one (it fails an assertion in OSDMap, killing the daemon:
+    // seen here), and ceph_get_file_extent_osds wants a descriptor of the
+    // path API, which this backend does not have. So the objects of a file
+    // are spread over the agents that are up, by object number: every
+    // agent carries a share, and one object always goes to one agent.
+    const uint64_t object = f->granule != 0 ? piece.offset / f->granule : 0;
+    const int agent = agents_->Choose(nullptr, ino * 31 + object);
+    if (agent < 0) {
+      agents_->Fallback(-1);
+      return -EHOSTDOWN;
+    }
+    // The agent opens the file by its inode number (CephStore): valid on
+    // any client of the file system, and unchanged by renames.
+    const std::string name = absl::StrCat(remote::kInodeNamePrefix, ino);
+    char* buf = request.buf + (piece.offset - request.offset);
+    const int64_t n =
+        request.op == FileOp::kRead
+            ? agents_->Read(agent, name, piece.offset, buf, piece.len)
+            : agents_->Write(agent, name, piece.offset, buf, piece.len);
+    if (n < 0 || (request.op == FileOp::kWrite &&
+                  static_cast<uint64_t>(n) < piece.len)) {
+      agents_->Fallback(agent);
+    }
+    return n;
+  }
+
+  // libcephfs's part of MovePiece.
+  int64_t MoveByCeph(const FileIoRequest& request, const Piece& piece) {
     Fh* fh = Of(request.file)->fh;
     char* buf = request.buf + (piece.offset - request.offset);
     // libcephfs returns int: move at most 1 GiB a call.
@@ -766,13 +844,14 @@ class CephBackend : public Backend {
     if (request.op == FileOp::kWrite && (request.flags & kIoKillPrivileges)) {
       if (int err = KillPrivileges(request); err < 0) return err;
     }
-    *path = IoPath::kPageCache;
-    return MovePiece(request, Piece{request.offset, request.len});
+    return MovePiece(request, Piece{request.offset, request.len}, path);
   }
 
   ceph_mount_info* const cmount_;
   UserPerm* const perms_;  // the daemon's (root): owned by cmount_
   const uint64_t root_ino_;
+  // The storage-side agents (null: none): file data goes to them first.
+  const std::unique_ptr<remote::AgentPool> agents_;
   // fgds::Mutex, not absl::Mutex: Debian's abseil is not built for TSan.
   fgds::Mutex mu_;
   // Every node the kernel holds, with one libcephfs reference each.
@@ -806,6 +885,25 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if (options.conf.empty()) {
     return absl::InvalidArgumentError("--backend ceph needs --ceph-conf FILE");
   }
+  // The agents first: a bad key file fails the mount before it connects.
+  std::unique_ptr<remote::AgentPool> agents;
+  if (!options.agents.empty()) {
+    remote::AgentPoolOptions pool_options;
+    pool_options.agents = options.agents;
+    auto key = remote::LoadAgentKey(options.agent_key);
+    if (!key.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--agent-key: ", key.status().message()));
+    }
+    pool_options.key = *std::move(key);
+    pool_options.max_idle = options.io_threads;
+    auto pool = remote::AgentPool::Create(std::move(pool_options));
+    if (!pool.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--agents: ", pool.status().message()));
+    }
+    agents = *std::move(pool);
+  }
   auto connected = ConnectCeph(options);
   if (!connected.ok()) return connected.status();
   ceph_mount_info* cmount = *connected;
@@ -822,8 +920,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
     ceph_unmount(cmount);
     return fail("root", res);
   }
-  std::unique_ptr<Backend> backend(
-      new CephBackend(cmount, root, stx.stx_ino, options.io_threads));
+  std::unique_ptr<Backend> backend(new CephBackend(
+      cmount, root, stx.stx_ino, options.io_threads, std::move(agents)));
   if (options.call_timeout_ms == 0) return backend;
   return GuardBackend(std::move(backend), options.gate_threads,
                       std::chrono::milliseconds(options.call_timeout_ms));

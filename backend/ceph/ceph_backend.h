@@ -12,9 +12,11 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
+#include "backend/remote/socket_address.h"
 
 namespace fgds::backend {
 
@@ -45,6 +47,12 @@ struct CephOptions {
   unsigned call_timeout_ms = 120000;
   // Calls that may wait on the cluster at once behind the gate.
   unsigned gate_threads = 32;
+  // Storage-side agents (`fgds mount --agents`, docs/agent.md) that serve
+  // the file data of reads and writes, each extent by the agent on its
+  // primary OSD's host; libcephfs serves what no agent answers. Empty:
+  // none. agent_key is the cluster key file they prove.
+  std::vector<remote::HostPort> agents;
+  std::string agent_key;
 };
 
 // Connects and mounts; an unreachable cluster fails after

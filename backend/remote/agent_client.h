@@ -70,6 +70,9 @@ class AgentClient {
   bool checked() const { return checked_; }
   uint64_t client_id() const { return options_.client_id; }
   const std::string& last_error() const { return last_error_; }
+  // Whether the connection is up: false after a request failed for the
+  // connection's sake (and its retry), true after a file's error.
+  bool connected() const { return stream_ != nullptr; }
   // Connections made, the first included (a retry makes one more).
   uint64_t connects() const { return connects_; }
 

@@ -52,6 +52,10 @@ uint32_t RingPath(backend::IoPath path) {
       return FGDS_PATH_DIRECT;
     case backend::IoPath::kPageCache:
       return FGDS_PATH_PAGE_CACHE;
+    case backend::IoPath::kAgentTcp:
+      return FGDS_PATH_TCP;
+    case backend::IoPath::kAgentRdma:
+      return FGDS_PATH_RDMA;
     case backend::IoPath::kNone:
       break;
   }

@@ -66,6 +66,10 @@
 /* A GPU iov entry (fgds_iov_wrap_gpu): through pinned host staging memory
  * and a device copy made by the client library. */
 #define FGDS_PATH_BOUNCE 3u
+/* Moved by a storage-side agent (`fgds mount --agents`, docs/agent.md):
+ * over TCP, or by RDMA straight into or out of the iov. */
+#define FGDS_PATH_TCP 4u
+#define FGDS_PATH_RDMA 5u
 
 /* sq_flags bits (written by the daemon, read by the client). */
 /* The daemon's worker is asleep on the submit eventfd: a submit must write

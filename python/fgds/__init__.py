@@ -17,8 +17,8 @@ every Python 3 and PyTorch version. Failures raise OSError with the errno.
 
 from ._abi import (GPU_PATH_BOUNCE, GPU_PATH_DIRECT, GPU_PATH_NONE, OP_READ,
                    OP_WRITE, PATH_BOUNCE, PATH_DIRECT, PATH_NONE,
-                   PATH_PAGE_CACHE, SRC_BUFFERED, SRC_O_DIRECT,
-                   SRC_PAGE_CACHE)
+                   PATH_PAGE_CACHE, PATH_RDMA, PATH_TCP, SRC_BUFFERED,
+                   SRC_O_DIRECT, SRC_PAGE_CACHE)
 from .buffers import Memory, memory_of
 from .direct import Driver, IoFuture
 from .usrbio import Completion, Ior, Iov, RegisteredFile, Session
@@ -29,6 +29,7 @@ __all__ = [
     "Completion", "Driver", "IoFuture", "Ior", "Iov", "Memory",
     "RegisteredFile", "Session", "memory_of", "GPU_PATH_BOUNCE",
     "GPU_PATH_DIRECT", "GPU_PATH_NONE", "OP_READ", "OP_WRITE", "PATH_BOUNCE",
-    "PATH_DIRECT", "PATH_NONE", "PATH_PAGE_CACHE", "SRC_BUFFERED",
+    "PATH_DIRECT", "PATH_NONE", "PATH_PAGE_CACHE", "PATH_RDMA", "PATH_TCP",
+    "SRC_BUFFERED",
     "SRC_O_DIRECT", "SRC_PAGE_CACHE",
 ]

@@ -55,6 +55,7 @@ class Io(Structure):
 # ---- usrbio.h / usrbio_ring.h ----------------------------------------------
 
 PATH_NONE, PATH_DIRECT, PATH_PAGE_CACHE, PATH_BOUNCE = 0, 1, 2, 3
+PATH_TCP, PATH_RDMA = 4, 5
 SQE_BUFFERED, SQE_DATASYNC = 1, 2
 IOR_BUFFERED = 1
 IOV_GPU_PRIMARY_CTX = 1

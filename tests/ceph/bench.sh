@@ -3,6 +3,8 @@
 #   libcephfs  the ceiling: cephfs_baseline calling libcephfs in-process
 #   ceph-fuse  Ceph's own FUSE client (fgds bench's posix mode on it)
 #   fgds posix / fgds usrbio   through `fgds mount --backend ceph`
+#   agents posix / agents usrbio   the same with `--agents` (file data
+#              through a local `fgds agent --ceph-conf` over TCP; docs/agent.md)
 # for 1 MiB sequential and 4 KiB random reads and writes (each way reads
 # what it has just written, after fgds bench drops the kernel's page cache:
 # the client's own libcephfs cache may still hold part of it, as it does
@@ -30,21 +32,37 @@ T=$(mktemp -d /tmp/fgds-ceph-bench.XXXXXX)
 out=$("$here/start-cluster.sh")
 D=$(sed -n 's/^CEPH_CLUSTER_DIR=//p' <<<"$out")
 conf=$D/ceph.conf
+agent_pid=
 cleanup() {
   umount "$T/fgds" 2>/dev/null || umount -l "$T/fgds" 2>/dev/null || true
+  umount "$T/fgds-agents" 2>/dev/null || umount -l "$T/fgds-agents" 2>/dev/null || true
+  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null || true
   umount "$T/cf" 2>/dev/null || umount -l "$T/cf" 2>/dev/null || true
   "$here/stop-cluster.sh" "$D"
   rm -rf "$T"
 }
 trap cleanup EXIT
-mkdir -p "$T/cf" "$T/fgds" "$T/data"
+mkdir -p "$T/cf" "$T/fgds" "$T/fgds-agents" "$T/data"
 ceph-fuse -c "$conf" --log_file="$D/log/ceph-fuse.log" "$T/cf" >/dev/null
-mkdir "$T/cf/bench"
+mkdir "$T/cf/bench" "$T/cf/bench-agents"
 "$fgds" mount --backend ceph --ceph-conf "$conf" --ceph-root /bench \
   --data "$T/data" "$T/fgds"
-for _ in $(seq 100); do
-  [ "$(stat -f -c %T "$T/fgds")" = fuseblk ] || [ "$(stat -f -c %T "$T/fgds")" = fuse ] && break
-  sleep 0.1
+# An agent of the whole file system on this host, and a mount using it.
+head -c 48 /dev/urandom | base64 >"$T/agent.key"
+chmod 600 "$T/agent.key"
+"$fgds" agent --listen 127.0.0.1:0 --ceph-conf "$conf" --key "$T/agent.key" \
+  >"$T/agent.out" 2>&1 &
+agent_pid=$!
+for _ in $(seq 300); do grep -q ' on ' "$T/agent.out" && break; sleep 0.1; done
+agent=$(sed -n '1s/.* on \([^ ]*\) .*/\1/p' "$T/agent.out")
+[ -n "$agent" ] || { echo "bench: the agent did not start:" >&2; cat "$T/agent.out" >&2; exit 1; }
+"$fgds" mount --backend ceph --ceph-conf "$conf" --ceph-root /bench-agents \
+  --agents "$agent" --agent-key "$T/agent.key" --data "$T/data" "$T/fgds-agents"
+for m in "$T/fgds" "$T/fgds-agents"; do
+  for _ in $(seq 100); do
+    [ "$(stat -f -c %T "$m")" = fuseblk ] || [ "$(stat -f -c %T "$m")" = fuse ] && break
+    sleep 0.1
+  done
 done
 
 rows=$T/rows
@@ -54,9 +72,11 @@ rows=$T/rows
 # an unused local directory (the modes run here read no backing files).
 for spec in "seq 1M $size" "rand 4K $rsize"; do
   read -r pattern bs sz <<<"$spec"
-  for way in fgds ceph-fuse; do
+  for way in fgds agents ceph-fuse; do
     if [ $way = fgds ]; then
       args=(--mount "$T/fgds" --modes posix,usrbio)
+    elif [ $way = agents ]; then
+      args=(--mount "$T/fgds-agents" --modes posix,usrbio)
     else
       args=(--mount "$T/cf/bench" --no-mount-check --modes posix)
     fi
@@ -66,7 +86,8 @@ for spec in "seq 1M $size" "rand 4K $rsize"; do
     python3 - "$T/$way.$pattern.json" "$way" >>"$rows" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
-    name = "ceph-fuse" if sys.argv[2] == "ceph-fuse" else "fgds-" + r["mode"]
+    way = sys.argv[2]
+    name = "ceph-fuse" if way == "ceph-fuse" else way + "-" + r["mode"]
     print(name, r["op"], r["pattern"], r["gb_per_s"] * 1000, r["iops"])
 PY
   done
@@ -86,6 +107,7 @@ for spec in "seq 1048576 $(to_bytes "$size")" "rand 4096 $(to_bytes "$rsize")"; 
     awk '{print "libcephfs-cold", $1, $2, $3, $4}' >>"$rows"
 done
 
+grep '^# agent' "$T/fgds-agents/.fgds/stats" || true
 echo "CephFS ways in, one cluster ($(ceph --conf "$conf" osd stat 2>/dev/null | head -1)); $size seq, $rsize rand"
 python3 - "$rows" <<'PY'
 import sys
@@ -98,7 +120,7 @@ print(f"{'test':<12}{'way':<13}{'MB/s':>9}{'IOPS':>10}{'vs libcephfs':>14}")
 for (op, pattern), ways in sorted(rows.items()):
     base = ways.get("libcephfs")
     for name in ("libcephfs", "libcephfs-cold", "ceph-fuse", "fgds-posix",
-                 "fgds-usrbio"):
+                 "fgds-usrbio", "agents-posix", "agents-usrbio"):
         if name not in ways: continue
         mbs, iops = ways[name]
         ratio = f"{mbs / base[0]:.2f}x" if base and base[0] > 0 else "-"

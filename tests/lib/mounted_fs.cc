@@ -73,6 +73,12 @@ std::string TestBackend() {
   return env != nullptr && *env ? env : "local";
 }
 
+bool TestingAgents() {
+  const char* args = getenv("FGDS_TEST_MOUNT_ARGS");
+  return args != nullptr &&
+         std::string(args).find("--agents") != std::string::npos;
+}
+
 bool EvictCephSession(const std::string& conf, pid_t pid) {
   std::string command =
       absl::StrCat("timeout 30 ceph --conf '", conf,

@@ -46,6 +46,9 @@ struct MountOptions {
 // The backend the tests run over (FGDS_TEST_BACKEND): "local" or "ceph".
 std::string TestBackend();
 inline bool TestingCeph() { return TestBackend() == "ceph"; }
+// Whether the mounts use storage-side agents (FGDS_TEST_MOUNT_ARGS has
+// --agents: tests/ceph/with-agent.sh): file data then moves through them.
+bool TestingAgents();
 
 class MountedFs {
  public:

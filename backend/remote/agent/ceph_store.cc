@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/ceph_connect.h"
+#include "backend/remote/agent/ceph_inode.h"
 #include "backend/remote/agent_wire.h"
+#include "backend/remote/inode_name.h"
 
 namespace fgds::remote {
 
@@ -19,11 +21,13 @@ absl::StatusOr<std::unique_ptr<CephStore>> CephStore::Open(
   std::string description = absl::StrCat(
       "CephFS ", options.fs.empty() ? std::string("(default)") : options.fs,
       " subtree ", options.root, " of ", options.conf);
+  const bool whole_fs = options.root.empty() || options.root == "/";
   return std::unique_ptr<CephStore>(
-      new CephStore(*cmount, std::move(description)));
+      new CephStore(*cmount, std::move(description), whole_fs));
 }
 
 CephStore::~CephStore() {
+  handles_.reset();
   ceph_unmount(cmount_);
   ceph_release(cmount_);
 }
@@ -49,8 +53,35 @@ int CephStore::OpenFile(const std::string& path, int access) {
   return fd;
 }
 
+int64_t CephStore::MoveByInode(uint64_t ino, bool write, uint64_t offset,
+                               char* buf, size_t length) {
+  if (!whole_fs_) return -EPERM;
+  Fh* fh = nullptr;
+  if (int rc = handles_->Acquire(ino, write, &fh); rc < 0) return rc;
+  const Moved m = MoveAll(length, [&](size_t done) -> int64_t {
+    const auto off = static_cast<int64_t>(offset + done);
+    return write ? ceph_ll_write(cmount_, fh, off, length - done, buf + done)
+                 : ceph_ll_read(cmount_, fh, off, length - done, buf + done);
+  });
+  int error = m.error;
+  if (write) {
+    if (error == 0 && m.bytes < length) error = -EIO;
+    // Synced before the reply, as Write below says why.
+    if (m.bytes > 0) {
+      int synced = ceph_ll_fsync(cmount_, fh, /*syncdataonly=*/1);
+      if (synced < 0) error = synced;
+    }
+  }
+  handles_->Release(ino, write);
+  if (write && error < 0) return error;
+  return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : error;
+}
+
 int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
                         size_t length) {
+  if (uint64_t ino; ParseInodeName(path, &ino)) {
+    return MoveByInode(ino, false, offset, static_cast<char*>(out), length);
+  }
   int fd = OpenFile(path, O_RDONLY);
   if (fd < 0) return fd;
   auto* p = static_cast<char*>(out);
@@ -64,6 +95,12 @@ int64_t CephStore::Read(const std::string& path, uint64_t offset, void* out,
 
 int64_t CephStore::Write(const std::string& path, uint64_t offset,
                          const void* data, size_t length) {
+  if (uint64_t ino; ParseInodeName(path, &ino)) {
+    // ceph_ll_write only reads the buffer.
+    return MoveByInode(ino, true, offset,
+                       const_cast<char*>(static_cast<const char*>(data)),
+                       length);
+  }
   int fd = OpenFile(path, O_WRONLY);
   if (fd < 0) return fd;
   const auto* p = static_cast<const char*>(data);

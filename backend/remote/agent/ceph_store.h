@@ -7,6 +7,13 @@
 // within the mount), after CheckRelativePath refused ".." and absolute
 // paths outright. Only regular files are served; nothing is created.
 //
+// A name "@inode/N" (inode_name.h) is the file with inode number N, as
+// daemons send it (`fgds mount --agents`): looked up by number
+// (ceph_ll_lookup_inode), so renames do not matter. Served only by an
+// agent of the whole file system (--ceph-root /): a subtree's agent could
+// not tell whether the inode lies beneath its root, and refuses with
+// EPERM (the daemon then serves the request through its own client).
+//
 // The agent acts with the credentials of its cephx client (root by
 // default): the daemon checked the user's permission when the file was
 // opened through its mount.
@@ -21,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "backend/ceph/ceph_backend.h"
 #include "backend/remote/agent/agent_store.h"
+#include "backend/remote/agent/ceph_handle_cache.h"
 
 struct ceph_mount_info;
 
@@ -39,13 +47,26 @@ class CephStore : public AgentStore {
                 size_t length) override;
 
  private:
-  CephStore(ceph_mount_info* cmount, std::string description)
-      : cmount_(cmount), description_(std::move(description)) {}
+  CephStore(ceph_mount_info* cmount, std::string description, bool whole_fs)
+      : cmount_(cmount),
+        description_(std::move(description)),
+        whole_fs_(whole_fs),
+        handles_(std::make_unique<CephHandleCache>(cmount, kHandleIdleMs,
+                                                   kMaxHandles)) {}
+  // Open files kept for the daemons' next requests (ceph_handle_cache.h).
+  static constexpr int kHandleIdleMs = 1000;
+  static constexpr size_t kMaxHandles = 256;
   // A libcephfs descriptor of the regular file `path`, or -errno.
   int OpenFile(const std::string& path, int access);
+  // Read or Write of the file numbered `ino` (an "@inode/N" name).
+  int64_t MoveByInode(uint64_t ino, bool write, uint64_t offset, char* buf,
+                      size_t length);
 
   ceph_mount_info* const cmount_;
   const std::string description_;
+  const bool whole_fs_;  // the root is the file system's: inode names served
+  // Inode names' open files; reset before the unmount.
+  std::unique_ptr<CephHandleCache> handles_;
 };
 
 }  // namespace fgds::remote

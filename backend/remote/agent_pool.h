@@ -1,0 +1,108 @@
+// File: backend/remote/agent_pool.h
+//
+// AgentPool: the daemon's agents (`fgds mount --agents HOST:PORT,...`), with
+// idle connections to each (AgentClient is one call at a time), which
+// agent is up, and what each moved, for /.fgds/stats.
+//
+// Example:
+//   auto pool = AgentPool::Create(options);
+//   int agent = (*pool)->Choose(&osd_address, object_number);  // -1: none
+//   int64_t n = (*pool)->Read(agent, "@inode/1099511627776", off, buf, len);
+//   if (n < 0) ... the caller's own path (libcephfs) ...
+//
+// Health: an agent whose connection failed (refused, timed out, reset, a
+// wrong key) is down for `retry_after_ms`; Choose skips it meanwhile, and
+// the next call after that tries it again. Each change of state is logged
+// once to stderr (the daemon's log), not once per request; every request
+// the caller served elsewhere is counted as a fallback with its reason.
+//
+// Choosing: an agent whose address is the given one (the primary OSD of
+// the extent, ceph_get_osd_addr): the agent on the host that holds the
+// data. Addresses compare by IP only (agents and OSDs listen on different
+// ports). Without an address or a match, the agents that are up share the
+// work by `spread` (the same key, the same agent while the set is
+// unchanged).
+//
+// Thread safety: every method may be called concurrently.
+#ifndef FGDS_BACKEND_REMOTE_AGENT_POOL_H_
+#define FGDS_BACKEND_REMOTE_AGENT_POOL_H_
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "backend/remote/agent_client.h"
+#include "common/mutex.h"
+
+namespace fgds::remote {
+
+inline constexpr size_t kMaxAgents = 64;
+
+struct AgentPoolOptions {
+  std::vector<HostPort> agents;
+  AgentKey key;
+  // How long an agent that failed is left alone before it is tried again.
+  int retry_after_ms = 2000;
+  int connect_timeout_ms = 2000;
+  int io_timeout_ms = 30000;
+  // Idle connections kept per agent (more are closed when returned).
+  size_t max_idle = 16;
+  bool checked = false;
+};
+
+class AgentPool {
+ public:
+  // Resolves every agent's name (an unresolvable one is an error naming
+  // it); connects to none yet.
+  static absl::StatusOr<std::unique_ptr<AgentPool>> Create(
+      AgentPoolOptions options);
+  ~AgentPool();
+  AgentPool(const AgentPool&) = delete;
+  AgentPool& operator=(const AgentPool&) = delete;
+
+  // The agent to send an extent to: one on `near`'s IP if that one is up
+  // (near may be null), else the one `spread` picks among those up; -1 if
+  // none is.
+  int Choose(const struct sockaddr_storage* near, uint64_t spread);
+
+  // As AgentClient's, on agent `agent` (from Choose). Bytes moved, or
+  // -errno; on an error the caller serves the request itself and calls
+  // Fallback.
+  int64_t Read(int agent, std::string_view name, uint64_t offset, void* out,
+               size_t length);
+  int64_t Write(int agent, std::string_view name, uint64_t offset,
+                const void* data, size_t length);
+  // Counts one request of `agent` (-1: none was up) served elsewhere.
+  void Fallback(int agent);
+
+  size_t size() const { return agents_.size(); }
+  // Lines for /.fgds/stats, one per agent, each ending in a newline.
+  std::string StatsText() const;
+
+ private:
+  struct Agent;
+  explicit AgentPool(AgentPoolOptions options);
+  int64_t Transfer(int agent, bool write, std::string_view name,
+                   uint64_t offset, void* buffer, size_t length);
+  // A connected client of `agent`, or null (the agent is marked down;
+  // *error: -EACCES for a wrong key, else -EHOSTDOWN).
+  std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
+  void Return(Agent& agent, std::unique_ptr<AgentClient> client);
+  void MarkDown(Agent& agent, const std::string& why);
+  bool Up(const Agent& agent) const;
+
+  const AgentPoolOptions options_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+  std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
+};
+
+}  // namespace fgds::remote
+
+#endif  // FGDS_BACKEND_REMOTE_AGENT_POOL_H_

@@ -1,0 +1,232 @@
+// AgentPool over real agents (AgentServer on a directory, loopback TCP):
+// many threads through shared connections, the choice by address, an
+// agent going down and coming back, a wrong key, and the stats lines.
+#include "backend/remote/agent_pool.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/remote/agent/agent_server.h"
+#include "gtest/gtest.h"
+
+namespace fgds::remote {
+namespace {
+
+class AgentPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/agent_pool_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    key_.secret = std::string(48, 'P');
+  }
+  void TearDown() override {
+    servers_.clear();
+    std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // An agent on `host` serving dir_ (port 0: a free one); returns its index.
+  size_t StartAgent(const std::string& host, uint16_t port = 0,
+                    AgentKey key = {}) {
+    AgentServerOptions options;
+    options.listen = {host, port};
+    options.key = key.secret.empty() ? key_ : key;
+    auto store = DirStore::Open(dir_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    auto server = AgentServer::Start(std::move(options), std::move(*store));
+    EXPECT_TRUE(server.ok()) << server.status();
+    auto bound = ParseHostPort((*server)->address());
+    EXPECT_TRUE(bound.ok());
+    addresses_.push_back(*bound);
+    servers_.push_back(std::move(*server));
+    return servers_.size() - 1;
+  }
+
+  std::unique_ptr<AgentPool> Pool(int retry_after_ms = 2000) {
+    AgentPoolOptions o;
+    o.agents = addresses_;
+    o.key = key_;
+    o.retry_after_ms = retry_after_ms;
+    o.connect_timeout_ms = 1000;
+    o.io_timeout_ms = 5000;
+    auto pool = AgentPool::Create(std::move(o));
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    return pool.ok() ? std::move(*pool) : nullptr;
+  }
+
+  void MakeFile(const std::string& name, size_t size) {
+    int fd =
+        open((dir_ + "/" + name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, static_cast<off_t>(size)), 0);
+    close(fd);
+  }
+
+  static std::string Name(const std::string& address, const std::string& f) {
+    return "# agent " + address + ": " + f;
+  }
+
+  std::string dir_;
+  AgentKey key_;
+  std::vector<HostPort> addresses_;
+  std::vector<std::unique_ptr<AgentServer>> servers_;
+};
+
+std::string Chunk(size_t i, size_t size) {
+  std::string s(size, '\0');
+  for (size_t k = 0; k < size; ++k) s[k] = static_cast<char>(i * 131 + k * 7);
+  return s;
+}
+
+// Many threads, two agents, one file: every write lands once, whatever
+// connection of whichever agent carried it (each connection has its own
+// client id: with one id shared by the pool, the agents took a second
+// connection's writes for retries of the first's and skipped them).
+TEST_F(AgentPoolTest, ConcurrentWritesThroughSharedConnectionsAllLand) {
+  StartAgent("127.0.0.1");
+  StartAgent("127.0.0.1");
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  constexpr size_t kChunk = 65536, kChunks = 256, kThreads = 8;
+  MakeFile("f", kChunk * kChunks);
+  std::vector<std::thread> threads;
+  std::atomic<int> errors{0};
+  for (size_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < kChunks; i += kThreads) {
+        const std::string data = Chunk(i, kChunk);
+        const int agent = pool->Choose(nullptr, i);
+        if (pool->Write(agent, "f", i * kChunk, data.data(), kChunk) !=
+            static_cast<int64_t>(kChunk)) {
+          errors.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (size_t i = 0; i < kChunks; ++i) {
+    std::string back(kChunk, '\0');
+    const int agent = pool->Choose(nullptr, i + 1);  // the other agent
+    ASSERT_EQ(pool->Read(agent, "f", i * kChunk, back.data(), kChunk),
+              static_cast<int64_t>(kChunk));
+    ASSERT_TRUE(back == Chunk(i, kChunk)) << "chunk " << i;
+  }
+  const std::string stats = pool->StatsText();
+  for (const HostPort& a : addresses_) {
+    const std::string name = a.host + ":" + std::to_string(a.port);
+    EXPECT_NE(stats.find(Name(name, "state=up")), std::string::npos) << stats;
+  }
+  EXPECT_NE(stats.find("writes=128 write_bytes=8388608"), std::string::npos)
+      << stats;
+}
+
+TEST_F(AgentPoolTest, ChoosesTheAgentOnTheGivenAddressElseSpreads) {
+  StartAgent("127.0.0.1");
+  StartAgent("127.0.0.2");
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  struct sockaddr_storage near = {};
+  auto* v4 = reinterpret_cast<struct sockaddr_in*>(&near);
+  v4->sin_family = AF_INET;
+  v4->sin_port = htons(6800);  // an OSD's port: ignored
+  ASSERT_EQ(inet_pton(AF_INET, "127.0.0.2", &v4->sin_addr), 1);
+  for (uint64_t spread = 0; spread < 4; ++spread) {
+    EXPECT_EQ(pool->Choose(&near, spread), 1);
+  }
+  ASSERT_EQ(inet_pton(AF_INET, "10.9.8.7", &v4->sin_addr), 1);
+  EXPECT_EQ(pool->Choose(&near, 0), 0);
+  EXPECT_EQ(pool->Choose(&near, 1), 1);
+  EXPECT_EQ(pool->Choose(nullptr, 7), 1);
+}
+
+// An agent that stops answering is skipped (its requests fail at once,
+// counted, with the reason) until retry_after_ms, then used again once it
+// answers.
+TEST_F(AgentPoolTest, ADownAgentIsSkippedThenTriedAgain) {
+  StartAgent("127.0.0.1");
+  StartAgent("127.0.0.1");
+  MakeFile("f", 4096);
+  auto pool = Pool(/*retry_after_ms=*/300);
+  ASSERT_NE(pool, nullptr);
+  char buf[4096];
+  ASSERT_EQ(pool->Read(0, "f", 0, buf, sizeof(buf)), 4096);
+  const uint16_t port = addresses_[0].port;
+  servers_[0].reset();
+  EXPECT_LT(pool->Read(0, "f", 0, buf, sizeof(buf)), 0);
+  pool->Fallback(0);
+  for (uint64_t spread = 0; spread < 4; ++spread) {
+    EXPECT_EQ(pool->Choose(nullptr, spread), 1) << "a down agent was chosen";
+  }
+  std::string stats = pool->StatsText();
+  const std::string name = "127.0.0.1:" + std::to_string(port);
+  EXPECT_NE(stats.find(Name(name, "state=down")), std::string::npos) << stats;
+  EXPECT_NE(stats.find("fallbacks=1"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("failures=1"), std::string::npos) << stats;
+  const std::string line = stats.substr(stats.find("# agent " + name));
+  EXPECT_EQ(line.substr(0, line.find('\n')).find("last_error=\"\""),
+            std::string::npos)
+      << stats;
+
+  // Back on the same port: after retry_after_ms it is chosen and used.
+  AgentServerOptions options;
+  options.listen = {"127.0.0.1", port};
+  options.key = key_;
+  auto store = DirStore::Open(dir_);
+  ASSERT_TRUE(store.ok());
+  auto server = AgentServer::Start(std::move(options), std::move(*store));
+  ASSERT_TRUE(server.ok()) << server.status();
+  servers_[0] = std::move(*server);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  EXPECT_EQ(pool->Choose(nullptr, 0), 0);
+  EXPECT_EQ(pool->Read(0, "f", 0, buf, sizeof(buf)), 4096);
+  stats = pool->StatsText();
+  EXPECT_NE(stats.find(Name(name, "state=up")), std::string::npos) << stats;
+}
+
+TEST_F(AgentPoolTest, AWrongKeyMarksTheAgentDownWithTheReason) {
+  AgentKey other;
+  other.secret = std::string(48, 'X');
+  StartAgent("127.0.0.1", 0, other);
+  MakeFile("f", 4096);
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  char buf[16];
+  EXPECT_EQ(pool->Read(0, "f", 0, buf, sizeof(buf)), -EACCES);
+  EXPECT_EQ(pool->Choose(nullptr, 0), -1);
+  pool->Fallback(-1);
+  const std::string stats = pool->StatsText();
+  EXPECT_NE(stats.find("does not hold our cluster key"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("fallbacks_no_agent_up=1"), std::string::npos) << stats;
+}
+
+TEST_F(AgentPoolTest, BadPoolsAreRefused) {
+  AgentPoolOptions none;
+  none.key = key_;
+  EXPECT_FALSE(AgentPool::Create(none).ok());
+  AgentPoolOptions unresolvable;
+  unresolvable.key = key_;
+  unresolvable.agents = {{"no-such-host.invalid", 7070}};
+  auto pool = AgentPool::Create(unresolvable);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_NE(pool.status().message().find("no-such-host.invalid"),
+            std::string::npos);
+  AgentPoolOptions many;
+  many.key = key_;
+  many.agents.assign(kMaxAgents + 1, HostPort{"127.0.0.1", 7070});
+  EXPECT_FALSE(AgentPool::Create(many).ok());
+}
+
+}  // namespace
+}  // namespace fgds::remote
