@@ -193,6 +193,28 @@ void DoTmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode,
 }
 #endif
 
+// Whether `req` came through FUSE over io_uring. Its reply must then leave
+// from this thread: libfuse 3.18.3 hands a reply from another thread to the
+// ring under a lock, but the ring's own thread submits without taking it
+// (io_uring_submit_and_wait in fuse_uring_thread), so the two race on the
+// submission queue. The kernel can then take a half-written entry, or the
+// queue's tail moves back and the kernel runs a ring's worth of stale ones
+// (it logs "FUSE_IO_URING_COMMIT_AND_FETCH failed err=-2" and "commit_id
+// ... not found"), after which libfuse finds no free entry for that
+// queue's replies: any request on it, a write too, is never answered, and
+// its caller waits forever while every daemon thread is idle. Seen on the
+// development VM (a usrbio_coherence_test daemon left with 7 requests
+// unanswered right after those kernel lines); the once-seen POSIX bench
+// hang, a FUSE write never answered with the daemon idle, fits it.
+bool ThroughUring(fuse_req_t req) {
+#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
+  return fuse_req_is_uring(req);
+#else
+  (void)req;
+  return false;
+#endif
+}
+
 // A read in flight: owns the reply buffer until the backend completes.
 class ReadOp : public backend::FileIoCompletion {
  public:
@@ -215,11 +237,9 @@ class ReadOp : public backend::FileIoCompletion {
   char* buffer() { return buffer_.get(); }
 
   void Complete(int64_t result) override {
-#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
-    if (fuse_req_is_uring(req_) && std::this_thread::get_id() != receiver_) {
+    if (ThroughUring(req_) && std::this_thread::get_id() != receiver_) {
       fs_.uring_replies_off_thread.fetch_add(1, std::memory_order_relaxed);
     }
-#endif
     if (result < 0) {
       fuse_reply_err(req_, static_cast<int>(-result));
     } else {
@@ -255,28 +275,6 @@ void ReadControl(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi) {
   // files are a few hundred bytes.
   const std::string slice = content.substr(static_cast<size_t>(off), n);
   fuse_reply_buf(req, slice.data(), slice.size());
-}
-
-// Whether `req` came through FUSE over io_uring. Its reply must then leave
-// from this thread: libfuse 3.18.3 hands a reply from another thread to the
-// ring under a lock, but the ring's own thread submits without taking it
-// (io_uring_submit_and_wait in fuse_uring_thread), so the two race on the
-// submission queue. The kernel can then take a half-written entry, or the
-// queue's tail moves back and the kernel runs a ring's worth of stale ones
-// (it logs "FUSE_IO_URING_COMMIT_AND_FETCH failed err=-2" and "commit_id
-// ... not found"), after which libfuse finds no free entry for that
-// queue's replies: any request on it, a write too, is never answered, and
-// its caller waits forever while every daemon thread is idle. Seen on the
-// development VM (a usrbio_coherence_test daemon left with 7 requests
-// unanswered right after those kernel lines); the once-seen POSIX bench
-// hang, a FUSE write never answered with the daemon idle, fits it.
-bool ThroughUring(fuse_req_t req) {
-#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
-  return fuse_req_is_uring(req);
-#else
-  (void)req;
-  return false;
-#endif
 }
 
 void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
