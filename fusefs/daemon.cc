@@ -153,11 +153,12 @@ bool OnStackedFilesystem(const std::string& dir) {
 // The lines /.fgds/stats shows about passthrough and FUSE over io_uring:
 // what is on, and how much went which way.
 std::string FeatureStats(const Filesystem& fs) {
-  return absl::StrCat("# features: ", fs.Features(), "\n", "passthrough_opens ",
-                      fs.passthrough_files.passthrough_opens(),
-                      " daemon_opens ", fs.passthrough_files.daemon_opens(),
-                      "\n", "requests_fuse_uring ", fs.uring_requests.load(),
-                      " requests_dev_fuse ", fs.dev_requests.load(), "\n");
+  return absl::StrCat(
+      "# features: ", fs.Features(), "\n", "passthrough_opens ",
+      fs.passthrough_files.passthrough_opens(), " daemon_opens ",
+      fs.passthrough_files.daemon_opens(), "\n", "requests_fuse_uring ",
+      fs.uring_requests.load(), " requests_dev_fuse ", fs.dev_requests.load(),
+      " uring_replies_off_thread ", fs.uring_replies_off_thread.load(), "\n");
 }
 
 int TestStopPoint() {

@@ -74,6 +74,10 @@ struct Filesystem {
   // Requests that came through io_uring and through /dev/fuse reads.
   std::atomic<uint64_t> uring_requests{0};
   std::atomic<uint64_t> dev_requests{0};
+  // Replies to io_uring requests sent from another thread than the ring
+  // thread that received the request. libfuse 3.18's rings are not safe
+  // for those (ops_file.cc, DoRead): it must stay 0.
+  std::atomic<uint64_t> uring_replies_off_thread{0};
   // One line for `fgds mount`'s log and /.fgds/stats (DescribeFeatures).
   std::string Features() const {
     MutexLock lock(&features_mu);

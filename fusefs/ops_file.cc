@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "fusefs/control_dir.h"
@@ -192,11 +193,37 @@ void DoTmpfile(fuse_req_t req, fuse_ino_t parent, mode_t mode,
 }
 #endif
 
+// Whether `req` came through FUSE over io_uring. Its reply must then leave
+// from this thread: libfuse 3.18.3 hands a reply from another thread to the
+// ring under a lock, but the ring's own thread submits without taking it
+// (io_uring_submit_and_wait in fuse_uring_thread), so the two race on the
+// submission queue. The kernel can then take a half-written entry, or the
+// queue's tail moves back and the kernel runs a ring's worth of stale ones
+// (it logs "FUSE_IO_URING_COMMIT_AND_FETCH failed err=-2" and "commit_id
+// ... not found"), after which libfuse finds no free entry for that
+// queue's replies: any request on it, a write too, is never answered, and
+// its caller waits forever while every daemon thread is idle. Seen on the
+// development VM (a usrbio_coherence_test daemon left with 7 requests
+// unanswered right after those kernel lines); the once-seen POSIX bench
+// hang, a FUSE write never answered with the daemon idle, fits it.
+bool ThroughUring(fuse_req_t req) {
+#if FUSE_MAJOR_VERSION > 3 || FUSE_MINOR_VERSION >= 18
+  return fuse_req_is_uring(req);
+#else
+  (void)req;
+  return false;
+#endif
+}
+
 // A read in flight: owns the reply buffer until the backend completes.
 class ReadOp : public backend::FileIoCompletion {
  public:
   ReadOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
-      : req_(req), fs_(fs), start_(start), buffer_(fs.read_buffers) {}
+      : req_(req),
+        fs_(fs),
+        start_(start),
+        buffer_(fs.read_buffers),
+        receiver_(std::this_thread::get_id()) {}
   // Freed without completing: SubmitIo threw, and the table's guard fails
   // the request; it counts as an error.
   ~ReadOp() override {
@@ -210,6 +237,9 @@ class ReadOp : public backend::FileIoCompletion {
   char* buffer() { return buffer_.get(); }
 
   void Complete(int64_t result) override {
+    if (ThroughUring(req_) && std::this_thread::get_id() != receiver_) {
+      fs_.uring_replies_off_thread.fetch_add(1, std::memory_order_relaxed);
+    }
     if (result < 0) {
       fuse_reply_err(req_, static_cast<int>(-result));
     } else {
@@ -227,6 +257,7 @@ class ReadOp : public backend::FileIoCompletion {
   Filesystem& fs_;
   const OpStats::Clock::time_point start_;
   const PooledBuffer buffer_;
+  const std::thread::id receiver_;
   bool completed_ = false;
 };
 
@@ -270,6 +301,16 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   backend::FileIoRequest request{
       backend::FileOp::kRead,     FileOf(fi), nullptr, op->buffer(), size,
       static_cast<uint64_t>(off), flags,      op.get()};
+  if (ThroughUring(req)) {
+    // In this thread, as writes are (see ThroughUring). The ring thread
+    // that took the request waits for it; the kernel spreads requests over
+    // one ring per CPU, so the others go on.
+    backend::IoPath path;
+    const int64_t res = fs.backend->RunIo(request, &path);
+    op->set_path(path);
+    op.release()->Complete(res);
+    return;
+  }
   fs.backend->SubmitIo({&request, 1});
   // Submitted: the request completes exactly once, which deletes op. (Had
   // SubmitIo thrown, op would have been freed here and the guard replied.)

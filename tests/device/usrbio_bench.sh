@@ -28,9 +28,12 @@
 # FGDS_BENCH_TIMEOUT (seconds per bench run, default 200; a run past it is
 # killed).
 #
-# Known: `posix` rows can hang on main (a FUSE write never answered, every
+# Known: `posix` rows hung once on main (a FUSE write never answered, every
 # daemon thread idle: seen on the development VM at write 117012 of 131072
-# of a 512 MiB random 4 KiB run), hence not in the default modes.
+# of a 512 MiB random 4 KiB run), hence not in the default modes. Likely
+# cause, fixed since: replies from other threads than libfuse's ring thread
+# under FUSE over io_uring (docs/fgdsd.md); a device run with posix back in
+# FGDS_BENCH_RAND_MODES should confirm before it returns to the defaults.
 # Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
 #
 # Usage (device tool): carry .deps (and the before tree), run
