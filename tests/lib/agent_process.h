@@ -38,6 +38,8 @@ class AgentProcess {
   // "HOST:PORT" from the agent's first line.
   const std::string& address() const { return address_; }
   const std::string& first_line() const { return first_line_; }
+  // For tests that kill the agent outright (SIGKILL) mid-transfer.
+  pid_t pid() const { return pid_; }
   // SIGTERM, then the exit status (128 + signal if killed) and the output
   // after the first line.
   int Stop(std::string* output);
