@@ -242,8 +242,10 @@ int64_t RdmaAgentClient::Transfer(FrameType type, std::string_view path,
     in_flight.pop_front();
     const int64_t n = ReceiveReply(next.request_id, next.length);
     if (conn_ == nullptr) {
-      // The connection is gone: what was confirmed stands.
-      return done > 0 ? static_cast<int64_t>(done) : n;
+      // The connection is gone mid-transfer: an error, not a short count,
+      // which would read as the end of the file (or a full disk). The
+      // caller redoes the whole range on another path.
+      return n;
     }
     if (stop) continue;  // draining replies after a short or failed one
     if (n < 0) {

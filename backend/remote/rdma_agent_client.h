@@ -24,7 +24,11 @@
 // them in order). Results: bytes moved (short at end of file), or -errno:
 // the file's error as the agent's store reported it, or the connection's
 // (ECONNREFUSED, ETIMEDOUT, ECONNRESET, EACCES for a wrong key, EPROTO);
-// last_error() says more. A connection failure ends the connection; the
+// last_error() says more. A connection that fails mid-transfer gives its
+// errno even when some requests completed (a short count would mean end
+// of file), so the caller redoes the range elsewhere (reads are
+// idempotent; a write rewrites the same bytes). It also ends the
+// connection; the
 // next call connects again (one attempt), so a caller that falls back to
 // another path on an error is never blocked for longer than the timeouts.
 // No request is retried automatically here: a write's data may have

@@ -70,8 +70,13 @@ if [ -z "${FGDS_RDMA_LAB_BUILD:-}" ] && [ -f "$build/CMakeCache.txt" ] &&
    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$repo" "$build/CMakeCache.txt"; then
   rm -rf "$build"   # configured for another checkout
 fi
-if ! { "$repo/deploy/install-deps.sh" >/dev/null &&
-       cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+# A given build tree is used as configured (only the two targets are
+# brought up to date); the cache's own is configured here.
+configure() {
+  [ -f "$build/CMakeCache.txt" ] && [ -n "${FGDS_RDMA_LAB_BUILD:-}" ] && return 0
+  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+}
+if ! { "$repo/deploy/install-deps.sh" >/dev/null && configure &&
        cmake --build "$build" -j"$(nproc)" --target fgds fgds_rdma_lab_test
      } >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log" >&2
@@ -132,7 +137,7 @@ log "guest ran $((SECONDS - t)) s (qemu exit $rc)"
 
 grep -E '^\[ *(RUN|OK|FAILED|SKIPPED|PASSED) *\]|^FGDS-RDMA-|killed mid-read|after the kill|Failure|Expected|Which is|Value of|Actual' \
   "$work/console.log" >&2 || true
-result=$(grep -a '^FGDS-RDMA-RESULT' "$work/console.log" | tail -n 1 || true)
+result=$(grep -a '^FGDS-RDMA-RESULT' "$work/console.log" | tail -n 1 | tr -d '\r' || true)
 log "total $((SECONDS - start_all)) s"
 if [ "$result" = "FGDS-RDMA-RESULT rc=0" ] &&
    ! grep -q '^\[  SKIPPED \]' "$work/console.log"; then
