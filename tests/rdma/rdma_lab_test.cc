@@ -10,6 +10,7 @@
 // comparison with the TCP transport.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -213,6 +214,67 @@ TEST_F(RdmaLabTest, AnAgentKilledMidTransferGivesAnErrnoNotAHang) {
               (*client)->last_error().c_str());
   std::string rest;
   EXPECT_EQ(agent_->Stop(&rest), 128 + SIGKILL) << rest;
+}
+
+TEST_F(RdmaLabTest, ADaemonKilledMidTransferCostsTheAgentNothing) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  const size_t size = 64u << 20;
+  const std::vector<uint8_t> content = testing::RandomBytes(size, 19);
+  WriteFile("big.bin", content);
+  const RdmaAgentClientOptions options = ClientOptions(std::string(48, 'k'));
+  // A daemon (another process: verbs state does not survive fork, so a
+  // fresh one, this binary's ReadForever below) reading the file over and
+  // over, killed while its requests are in flight.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("FGDS_RDMA_LAB_READ_FOREVER", agent_->address().c_str(), 1);
+    execl("/proc/self/exe", "fgds_rdma_lab_test",
+          "--gtest_filter=RdmaLabChild.ReadForever", nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status))
+      << "the child daemon exited with " << WEXITSTATUS(status);
+
+  // The agent serves the next daemon, all of the file.
+  auto client = RdmaAgentClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<uint8_t> buf(size);
+  auto region = (*client)->RegisterHost(buf.data(), buf.size());
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_EQ((*client)->Read("big.bin", 0, **region, 0, size),
+            static_cast<int64_t>(size))
+      << (*client)->last_error();
+  EXPECT_EQ(Crc32c(0, buf.data(), size), Crc32c(0, content.data(), size));
+  client->reset();
+  // And stops cleanly: the dead daemon's connection was torn down.
+  std::string rest;
+  EXPECT_EQ(agent_->Stop(&rest), 0) << rest;
+  EXPECT_NE(rest.find("stopped by Terminated after 2 connections"),
+            std::string::npos)
+      << rest;
+}
+
+// The daemon that ADaemonKilledMidTransferCostsTheAgentNothing kills: runs
+// only in the process it starts.
+TEST(RdmaLabChild, ReadForever) {
+  const char* address = getenv("FGDS_RDMA_LAB_READ_FOREVER");
+  if (address == nullptr) GTEST_SKIP() << "run by another test";
+  RdmaAgentClientOptions options;
+  auto hp = ParseHostPort(address);
+  ASSERT_TRUE(hp.ok()) << hp.status();
+  options.agent = *hp;
+  options.key.secret = std::string(48, 'k');
+  auto client = RdmaAgentClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<uint8_t> buf(64u << 20);
+  auto region = (*client)->RegisterHost(buf.data(), buf.size());
+  ASSERT_TRUE(region.ok()) << region.status();
+  for (;;) (*client)->Read("big.bin", 0, **region, 0, buf.size());
 }
 
 // Throughput of the two transports in the same guest, same file, same
