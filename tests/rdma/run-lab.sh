@@ -10,7 +10,7 @@
 # fgds_rdma_lab_test (tests/rdma/rdma_lab_test.cc).
 #   FGDS_LAB_CACHE       downloads and the build (default /var/cache/fgds-lab)
 #   FGDS_RDMA_LAB_BUILD  a configured build tree to take the binaries from
-#                        (default $FGDS_LAB_CACHE/rdma-build, built here)
+#                        (default: the kmod lab's, $FGDS_LAB_CACHE/libfgds-build)
 #   FGDS_LAB_WORK        where the work directory goes (default /tmp)
 #   FGDS_RDMA_LAB_TIMEOUT  seconds the guest may run (default 420)
 #   FGDS_LAB_KEEP=1      keep the work directory even when all passed
@@ -53,7 +53,9 @@ fi
 log "kernel $kver ready in $((SECONDS - t)) s"
 
 # 2. The binaries: fgds (the agent) and the test.
-build=${FGDS_RDMA_LAB_BUILD:-$lab_cache/rdma-build}
+# By default the kmod lab's user-space build tree (the same configuration,
+# RelWithDebInfo), so that the two stages build the project once.
+build=${FGDS_RDMA_LAB_BUILD:-${FGDS_LAB_LIBFGDS_BUILD:-$lab_cache/libfgds-build}}
 work=$(lab_mkwork rdma)
 ok=0
 cleanup() {
