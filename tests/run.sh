@@ -25,7 +25,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-stages=${FGDS_TEST_STAGES:-"format release asan tsan libfuse314 kmod"}
+stages=${FGDS_TEST_STAGES:-"format release asan tsan libfuse314 kmod rdma"}
 jobs=${FGDS_JOBS:-$(nproc)}
 
 "$repo/deploy/install-deps.sh"
