@@ -13,6 +13,8 @@
 #                        (default: the kmod lab's, $FGDS_LAB_CACHE/libfgds-build)
 #   FGDS_LAB_WORK        where the work directory goes (default /tmp)
 #   FGDS_RDMA_LAB_TIMEOUT  seconds the guest may run (default 420)
+#   FGDS_RDMA_LAB_FILTER   gtest filter of the guest's run (default
+#                        RdmaLabTest.*; e.g. fewer tests under TSan)
 #   FGDS_LAB_KEEP=1      keep the work directory even when all passed
 # Needs root (apt-get, mknod). Prints the guest's test results, the
 # throughput line (soft-RoCE under TCG: functional numbers) and its time.
@@ -116,6 +118,7 @@ needs=$work/needs.txt
   echo "$libdir/libibverbs/librxe-rdmav34.so"
 } >"$needs"
 echo "FGDS_RDMA_LAB_BENCH_MIB=${FGDS_RDMA_LAB_BENCH_MIB:-32}" >"$root/lab/lab.env"
+echo "FGDS_RDMA_LAB_FILTER='${FGDS_RDMA_LAB_FILTER:-RdmaLabTest.*}'" >>"$root/lab/lab.env"
 echo "export FGDS_RDMA_LAB_BENCH_MIB" >>"$root/lab/lab.env"
 "$repo/tests/kmod/lab/initramfs.sh" "$root" "$work/initramfs.cpio.gz" \
   "$needs" "$here/guest-init"
