@@ -22,6 +22,10 @@ packages=(
   uuid-runtime
   # The agent protocol's key proofs (HMAC-SHA256, backend/remote/).
   libssl-dev
+  # The agent's RDMA transport (backend/remote/rdma_*; optional at build
+  # time, FGDS_RDMA) and the rxe provider the rdma lab copies into its
+  # guest (tests/rdma/run-lab.sh).
+  libibverbs-dev librdmacm-dev ibverbs-providers
   # Building libfuse 3.18 (install-libfuse.sh): the source package's tools,
   # its build system, and libnuma for its io_uring transport.
   curl xz-utils dpkg-dev meson ninja-build libnuma-dev

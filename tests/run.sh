@@ -13,6 +13,9 @@
 #      fgds.ko against Debian 12's kernel headers, and boots guest kernels
 #      under QEMU to run the module's tests (tests/kmod/README.md).
 # Needs root and /dev/fuse (integration tests skip without them).
+#   9. the RDMA lab (tests/rdma/run-lab.sh, stage "rdma"): the agent's
+#      RDMA transport over soft-RoCE in a QEMU guest booting Debian's stock
+#      kernel (tests/rdma/README.md).
 #   8. the fallback libfuse (stage "libfuse314"): fgds built against Debian
 #      12's libfuse 3.14, as where deploy/install-libfuse.sh has not run
 #      (passthrough and FUSE over io_uring off), and the integration suites
@@ -22,7 +25,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-stages=${FGDS_TEST_STAGES:-"format release asan tsan libfuse314 kmod"}
+stages=${FGDS_TEST_STAGES:-"format release asan tsan libfuse314 kmod rdma"}
 jobs=${FGDS_JOBS:-$(nproc)}
 
 "$repo/deploy/install-deps.sh"
@@ -116,6 +119,17 @@ run_libfuse314() {
   fi
 }
 
+run_rdma() {
+  echo "=== stage rdma ==="
+  local start=$SECONDS
+  if "$repo/tests/rdma/run-lab.sh"; then
+    echo "=== stage rdma passed in $((SECONDS - start)) s ==="
+  else
+    echo "=== stage rdma FAILED after $((SECONDS - start)) s ==="
+    failed+=(rdma)
+  fi
+}
+
 run_kmod() {
   echo "=== stage kmod ==="
   local start=$SECONDS
@@ -145,6 +159,7 @@ for stage in $stages; do
       TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
         run_stage tsan build-tsan "-L unit" -DCMAKE_BUILD_TYPE=Debug -DFGDS_SANITIZE=thread ;;
     kmod) run_kmod ;;
+    rdma) run_rdma ;;
     libfuse314) run_libfuse314 ;;
     libfuse314-all)
       # Every integration test against libfuse 3.14 (a full build).

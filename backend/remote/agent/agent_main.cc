@@ -14,6 +14,9 @@
 #if FGDS_HAVE_CEPH
 #include "backend/remote/agent/ceph_store.h"
 #endif
+#if FGDS_HAVE_RDMA
+#include "backend/remote/agent/rdma_agent_server.h"
+#endif
 
 namespace fgds::remote {
 namespace {
@@ -22,11 +25,15 @@ constexpr char kUsage[] =
     "usage: fgds agent --listen HOST:PORT --key FILE\n"
     "                  (--data DIR | --ceph-conf CONF [--ceph-id NAME]\n"
     "                   [--ceph-fs NAME] [--ceph-root PATH])\n"
-    "                  [--transport tcp] [--max-connections N]\n"
+    "                  [--transport tcp|rdma] [--max-connections N]\n"
     "  Serves reads and writes of files under DIR (or of a CephFS subtree)\n"
     "  to fgds daemons that prove the cluster key in FILE (at least 32\n"
     "  bytes, mode 600).\n"
     "  Port 0 picks a free port; the address is printed once listening.\n";
+
+template <typename Server>
+int Serve(AgentServerOptions options, std::unique_ptr<AgentStore> store,
+          const sigset_t& stop_signals, const char* transport);
 
 int Usage(const char* problem) {
   std::fprintf(stderr, "fgds agent: %s\n%s", problem, kUsage);
@@ -85,10 +92,16 @@ int AgentMain(int argc, char** argv) {
   if (data.empty() == ceph_conf.empty()) {
     return Usage("serve one store: --data DIR or --ceph-conf CONF");
   }
+#if !FGDS_HAVE_RDMA
   if (transport == "rdma") {
-    return Usage("the rdma transport is not built yet; use --transport tcp");
+    return Usage(
+        "this fgds was built without RDMA (install libibverbs-dev and "
+        "librdmacm-dev and rebuild); use --transport tcp");
   }
-  if (transport != "tcp") return Usage("--transport: tcp or rdma");
+#endif
+  if (transport != "tcp" && transport != "rdma") {
+    return Usage("--transport: tcp or rdma");
+  }
 
   AgentServerOptions options;
   auto address = ParseHostPort(listen);
@@ -136,15 +149,32 @@ int AgentMain(int argc, char** argv) {
   // A daemon that closes mid-reply must not end the agent.
   signal(SIGPIPE, SIG_IGN);
 
-  auto server = AgentServer::Start(std::move(options), std::move(*store));
+#if FGDS_HAVE_RDMA
+  if (transport == "rdma") {
+    return Serve<RdmaAgentServer>(std::move(options), std::move(*store),
+                                  stop_signals, "rdma");
+  }
+#endif
+  return Serve<AgentServer>(std::move(options), std::move(*store), stop_signals,
+                            "tcp");
+}
+
+namespace {
+
+// Runs a started server (either transport: they share options, store and
+// counters) until SIGINT or SIGTERM, then prints what it served.
+template <typename Server>
+int Serve(AgentServerOptions options, std::unique_ptr<AgentStore> store,
+          const sigset_t& stop_signals, const char* transport) {
+  auto server = Server::Start(std::move(options), std::move(store));
   if (!server.ok()) {
     std::fprintf(stderr, "fgds agent: %s\n",
                  std::string(server.status().message()).c_str());
     return 1;
   }
-  std::printf("fgds agent: serving %s on %s (tcp)\n",
+  std::printf("fgds agent: serving %s on %s (%s)\n",
               (*server)->store().Describe().c_str(),
-              (*server)->address().c_str());
+              (*server)->address().c_str(), transport);
   std::fflush(stdout);
   int signo = 0;
   sigwait(&stop_signals, &signo);
@@ -159,4 +189,5 @@ int AgentMain(int argc, char** argv) {
   return 0;
 }
 
+}  // namespace
 }  // namespace fgds::remote

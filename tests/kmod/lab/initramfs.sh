@@ -3,13 +3,16 @@
 # with all its applets, /init, and the shared libraries of every program
 # under ROOT/lab/bin and of the host programs listed in NEEDS (one path a
 # line, # comments; copied to the same path). Writes OUT (cpio, gzip).
-#   initramfs.sh ROOT OUT [NEEDS]
+# INIT (default: lab/init, the kmod lab's) becomes /init; the rdma lab
+# (tests/rdma/) passes its own.
+#   initramfs.sh ROOT OUT [NEEDS [INIT]]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=${1:?usage: initramfs.sh ROOT OUT [NEEDS]}
 out=${2:?usage: initramfs.sh ROOT OUT [NEEDS]}
 needs=${3:-}
+init=${4:-$here/init}
 
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,dev,proc,sys,tmp,mnt}
 cp /bin/busybox "$root/bin/busybox"
@@ -18,7 +21,7 @@ for applet in $applets; do
   [ -e "$root/$applet" ] || ln -s /bin/busybox "$root/$applet"
 done
 [ -e "$root/dev/console" ] || mknod -m 600 "$root/dev/console" c 5 1
-install -m 755 "$here/init" "$root/init"
+install -m 755 "$init" "$root/init"
 
 # copy_libs FILE: the shared libraries FILE loads, to their host paths.
 copy_libs() {

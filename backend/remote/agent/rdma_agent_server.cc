@@ -1,0 +1,395 @@
+#include "backend/remote/agent/rdma_agent_server.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend/remote/agent_auth.h"
+#include "backend/remote/rdma_connection.h"
+#include "common/errno_status.h"
+#include "common/log.h"
+
+namespace fgds::remote {
+namespace {
+
+constexpr uint32_t kMaxHandshakePayload = 64;
+// A request over RDMA: the IoBody's fixed part and the path, no data.
+constexpr uint32_t kMaxRequestPayload = 64 + kMaxPathBytes;
+
+void SendError(RdmaConnection& conn, uint64_t request_id, int err,
+               const std::string& message) {
+  std::vector<uint8_t> payload;
+  EncodeError({err, message}, &payload);
+  conn.SendFrame(FrameType::kError, request_id, payload, 1000);
+}
+
+// Rejects a connection request, telling why in the private data (the
+// daemon's connection manager reports it with the REJECTED event).
+void Reject(rdma_cm_id* id, const std::string& why) {
+  rdma_reject(id, why.data(),
+              static_cast<uint8_t>(std::min<size_t>(why.size(), 140)));
+  rdma_destroy_id(id);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RdmaAgentServer>> RdmaAgentServer::Start(
+    AgentServerOptions options, std::unique_ptr<AgentStore> store) {
+  if (options.max_connections == 0 || options.credits == 0 ||
+      options.credits > 256 || options.max_io == 0 ||
+      options.max_io > kMaxIoBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent: max_connections must be > 0, credits in 1..256 and max_io "
+        "in 1..",
+        kMaxIoBytes));
+  }
+  const std::string name = absl::StrCat(
+      "agent: rdma listen on ", options.listen.host, ":", options.listen.port);
+  rdma_event_channel* channel = rdma_create_event_channel();
+  if (channel == nullptr) {
+    return PosixError(
+        absl::StrCat(name,
+                     ": cannot open the RDMA connection manager "
+                     "(/dev/infiniband/rdma_cm; no RDMA device, or the "
+                     "rdma_ucm module not loaded?)"),
+        errno ? errno : ENODEV);
+  }
+  rdma_cm_id* id = nullptr;
+  auto fail = [&](const std::string& what, int err) {
+    if (id != nullptr) rdma_destroy_id(id);
+    rdma_destroy_event_channel(channel);
+    return PosixError(absl::StrCat(name, ": ", what), err);
+  };
+  if (rdma_create_id(channel, &id, nullptr, RDMA_PS_TCP) != 0) {
+    id = nullptr;
+    return fail("rdma_create_id", errno);
+  }
+  addrinfo hints = {};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options.listen.port);
+  if (int rc = getaddrinfo(options.listen.host.c_str(), port.c_str(), &hints,
+                           &found);
+      rc != 0) {
+    return fail(absl::StrCat("cannot resolve: ", gai_strerror(rc)), EINVAL);
+  }
+  int rc = rdma_bind_addr(id, found->ai_addr);
+  int err = errno;
+  freeaddrinfo(found);
+  // EADDRNOTAVAIL: no RDMA device has that address.
+  if (rc != 0) return fail("rdma_bind_addr (no RDMA device there?)", err);
+  if (rdma_listen(id, 128) != 0) return fail("rdma_listen", errno);
+  int flags = fcntl(channel->fd, F_GETFL);
+  if (flags >= 0) fcntl(channel->fd, F_SETFL, flags | O_NONBLOCK);
+  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake < 0) return fail("eventfd", errno);
+  std::unique_ptr<RdmaAgentServer> server(new RdmaAgentServer(
+      std::move(options), std::move(store), channel, id, wake));
+  try {
+    server->accept_thread_ =
+        std::thread([s = server.get()] { s->AcceptLoop(); });
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("agent: cannot start its accept thread: ", e.what()));
+  }
+  return server;
+}
+
+RdmaAgentServer::RdmaAgentServer(AgentServerOptions options,
+                                 std::unique_ptr<AgentStore> store,
+                                 rdma_event_channel* channel,
+                                 rdma_cm_id* listen_id, int wake_fd)
+    : options_(std::move(options)),
+      store_(std::move(store)),
+      channel_(channel),
+      listen_id_(listen_id),
+      wake_fd_(wake_fd) {
+  address_ = absl::StrCat(options_.listen.host, ":",
+                          ntohs(rdma_get_src_port(listen_id_)));
+}
+
+RdmaAgentServer::~RdmaAgentServer() {
+  Stop();
+  rdma_destroy_id(listen_id_);
+  rdma_destroy_event_channel(channel_);
+  close(wake_fd_);
+}
+
+AgentCounters RdmaAgentServer::counters() const {
+  AgentCounters c;
+  c.connections = counters_.connections.load();
+  c.refused_connections = counters_.refused_connections.load();
+  c.auth_failures = counters_.auth_failures.load();
+  c.protocol_errors = counters_.protocol_errors.load();
+  c.reads = counters_.reads.load();
+  c.writes = counters_.writes.load();
+  c.writes_deduplicated = counters_.writes_deduplicated.load();
+  c.bytes_read = counters_.bytes_read.load();
+  c.bytes_written = counters_.bytes_written.load();
+  return c;
+}
+
+void RdmaAgentServer::Stop() {
+  {
+    MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (Connection& c : connections_) {
+      if (c.conn != nullptr) c.conn->Shutdown();
+    }
+  }
+  uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
+  if (accept_thread_.joinable()) accept_thread_.join();
+  std::list<Connection> left;
+  {
+    MutexLock lock(&mu_);
+    left.splice(left.begin(), connections_);
+  }
+  for (Connection& c : left) {
+    if (c.thread.joinable()) c.thread.join();
+  }
+}
+
+void RdmaAgentServer::ReapFinished() {
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    if (it->finished) {
+      it->thread.join();
+      it = connections_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void RdmaAgentServer::AcceptLoop() {
+  for (;;) {
+    pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+    int n = poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || fds[1].revents != 0) return;
+    rdma_cm_event* event = nullptr;
+    while (rdma_get_cm_event(channel_, &event) == 0) {
+      if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        rdma_cm_id* id = event->id;
+        const rdma_conn_param request = event->param.conn;
+        // The id's events must all be acknowledged before it moves to its
+        // connection's channel (rdma_migrate_id waits for that).
+        rdma_ack_cm_event(event);
+        Admit(id, request);
+      } else {
+        rdma_ack_cm_event(event);
+      }
+    }
+  }
+}
+
+void RdmaAgentServer::Admit(rdma_cm_id* id, const rdma_conn_param& request) {
+  MutexLock lock(&mu_);
+  ReapFinished();
+  if (stopping_) {
+    Reject(id, "agent: stopping");
+    return;
+  }
+  if (connections_.size() >= options_.max_connections) {
+    counters_.refused_connections.fetch_add(1);
+    Reject(id, absl::StrCat("agent: connection limit (",
+                            options_.max_connections, ") reached"));
+    return;
+  }
+  connections_.emplace_back();
+  Connection* c = &connections_.back();
+  try {
+    c->thread = std::thread([this, c, id, request] { Serve(c, id, request); });
+  } catch (const std::system_error&) {
+    connections_.pop_back();
+    Reject(id, "agent: cannot start a thread for you");
+  }
+}
+
+void RdmaAgentServer::Serve(Connection* connection, rdma_cm_id* id,
+                            rdma_conn_param request) {
+  counters_.connections.fetch_add(1);
+  auto accepted = RdmaConnection::Accept(id, request, options_.credits + 1,
+                                         options_.handshake_timeout_ms);
+  if (!accepted.ok()) {
+    LogWarning("agent: %s", std::string(accepted.status().message()).c_str());
+  } else {
+    RdmaConnection& conn = **accepted;
+    bool stopping;
+    {
+      MutexLock lock(&mu_);
+      connection->conn = &conn;
+      stopping = stopping_;
+    }
+    if (stopping) conn.Shutdown();
+    const uint64_t client_id = Handshake(conn);
+    if (client_id != 0) ServeRequests(conn, client_id);
+    MutexLock lock(&mu_);
+    connection->conn = nullptr;
+  }
+  accepted = absl::CancelledError();  // tear the connection down first
+  MutexLock lock(&mu_);
+  connection->finished = true;
+}
+
+uint64_t RdmaAgentServer::Handshake(RdmaConnection& conn) {
+  const int timeout = options_.handshake_timeout_ms;
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  HelloBody hello;
+  int rc = conn.ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kHello) rc = -EPROTO;
+  if (rc == 0) rc = DecodeHello(payload, &hello);
+  if (rc == 0 && hello.client_id == 0) rc = -EPROTO;
+  if (rc != 0) {
+    counters_.protocol_errors.fetch_add(1);
+    SendError(conn, 0, -rc, "agent: expected a hello");
+    return 0;
+  }
+  ChallengeBody challenge;
+  challenge.credits = options_.credits;
+  challenge.max_io = options_.max_io;
+  // Over RDMA the data never travels in a frame, so there is no payload
+  // CRC to grant (the RoCE/InfiniBand packet CRCs cover it on the wire).
+  challenge.flags = 0;
+  if (!MakeNonce(&challenge.agent_nonce).ok() ||
+      !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce,
+                    &challenge.agent_proof)
+           .ok()) {
+    SendError(conn, 0, ENOMEM, "agent: cannot make a challenge");
+    return 0;
+  }
+  payload.clear();
+  EncodeChallenge(challenge, &payload);
+  if (conn.SendFrame(FrameType::kChallenge, 0, payload, timeout) != 0) {
+    return 0;
+  }
+  AuthBody auth;
+  rc = conn.ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kAuth) rc = -EPROTO;
+  if (rc == 0) rc = DecodeAuth(payload, &auth);
+  if (rc != 0) {
+    counters_.protocol_errors.fetch_add(1);
+    SendError(conn, 0, -rc, "agent: expected the key's proof");
+    return 0;
+  }
+  Proof expected;
+  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce, &expected)
+           .ok() ||
+      !ProofMatches(expected, auth.client_proof)) {
+    counters_.auth_failures.fetch_add(1);
+    LogWarning("agent: %s did not prove the cluster key; disconnected",
+               conn.peer().c_str());
+    SendError(conn, 0, EACCES, "agent: wrong cluster key");
+    return 0;
+  }
+  if (conn.SendFrame(FrameType::kWelcome, 0, {}, timeout) != 0) return 0;
+  return hello.client_id;
+}
+
+void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
+  const int timeout = options_.io_timeout_ms;
+  // The one data buffer of this connection, registered for local access
+  // only: the daemon never reaches the agent's memory.
+  std::vector<uint8_t> buffer(options_.max_io);
+  auto region = RdmaMemoryRegion::RegisterHost(conn.domain(), buffer.data(),
+                                               buffer.size(), false);
+  if (!region.ok()) {
+    LogWarning("agent: %s: %s", conn.peer().c_str(),
+               std::string(region.status().message()).c_str());
+    SendError(conn, 0, ENOMEM, "agent: cannot register its buffer");
+    return;
+  }
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  std::vector<uint8_t> reply;
+  for (;;) {
+    // Idle daemons may stay as long as they like; Stop wakes this.
+    int rc = conn.ReceiveFrame(&header, &payload, kMaxRequestPayload, -1);
+    auto protocol_error = [&](int err, const std::string& what) {
+      counters_.protocol_errors.fetch_add(1);
+      LogWarning("agent: %s: %s (%s); disconnected", conn.peer().c_str(),
+                 what.c_str(), strerror(err));
+      SendError(conn, header.request_id, err, absl::StrCat("agent: ", what));
+    };
+    if (rc == -ECONNRESET) return;  // the daemon left, or Stop
+    if (rc != 0) return protocol_error(-rc, "bad frame");
+    if (header.type != FrameType::kRead && header.type != FrameType::kWrite) {
+      return protocol_error(EPROTO, "unexpected frame type");
+    }
+    // Over RDMA neither request carries data, so both have the layout of
+    // a read request.
+    IoBody io;
+    size_t data_offset = 0;
+    if (int r = DecodeIo(FrameType::kRead, payload, options_.max_io, &io,
+                         &data_offset);
+        r != 0) {
+      return protocol_error(-r, "malformed request");
+    }
+    if (io.length > 0 && io.remote_addr == 0) {
+      return protocol_error(EPROTO, "request names no memory region");
+    }
+    int64_t result = 0;
+    if (header.type == FrameType::kRead) {
+      result = store_->Read(io.path, io.offset, buffer.data(), io.length);
+      counters_.reads.fetch_add(1);
+      if (result > 0) {
+        // A failure here (the daemon's key or range is wrong, or it is
+        // gone) breaks the queue pair: nothing more can be said.
+        if (int r =
+                conn.Write(**region, buffer.data(), static_cast<size_t>(result),
+                           io.remote_addr, io.rkey, timeout);
+            r != 0) {
+          LogWarning("agent: %s: RDMA WRITE: %s", conn.peer().c_str(),
+                     conn.last_error().c_str());
+          return;
+        }
+        counters_.bytes_read.fetch_add(static_cast<uint64_t>(result));
+      }
+    } else {
+      if (int r = conn.Read(**region, buffer.data(), io.length, io.remote_addr,
+                            io.rkey, timeout);
+          r != 0) {
+        LogWarning("agent: %s: RDMA READ: %s", conn.peer().c_str(),
+                   conn.last_error().c_str());
+        return;
+      }
+      bool repeated = false;
+      result = write_log_.ApplyOnce(
+          client_id, io.seq,
+          [&] {
+            return store_->Write(io.path, io.offset, buffer.data(), io.length);
+          },
+          &repeated);
+      if (repeated) {
+        counters_.writes_deduplicated.fetch_add(1);
+      } else {
+        counters_.writes.fetch_add(1);
+        if (result > 0) {
+          counters_.bytes_written.fetch_add(static_cast<uint64_t>(result));
+        }
+      }
+    }
+    reply.clear();
+    EncodeReply({result}, &reply);
+    if (conn.SendFrame(FrameType::kReply, header.request_id, reply, timeout) !=
+        0) {
+      return;
+    }
+  }
+}
+
+}  // namespace fgds::remote

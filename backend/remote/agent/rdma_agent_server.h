@@ -1,0 +1,100 @@
+// File: backend/remote/agent/rdma_agent_server.h
+//
+// RdmaAgentServer: the RDMA side of `fgds agent` (--transport rdma). It
+// listens with the RDMA connection manager, accepts RC queue pairs
+// (rdma_connection.h), makes each daemon prove the cluster key exactly as
+// the TCP server does (agent_auth.h), then serves reads and writes from
+// the same AgentStore and WriteLog: a read goes from the store into the
+// connection's registered buffer and from there, by RDMA WRITE, into the
+// daemon's region named in the request; a write's data comes by RDMA READ
+// from the daemon's region into that buffer and then goes to the store.
+// The reply (a SEND) follows the RDMA WRITE on the same queue pair, so the
+// daemon sees the data before the reply.
+//
+// Bounded like the TCP server: max_connections (one thread each; the next
+// is rejected with the reason in the reject's private data), handshake
+// frames only until the key is proven (and no memory of the agent is ever
+// open to the daemon's RDMA: its buffers are registered for local access
+// only), a deadline on every RDMA operation and reply, one max_io buffer
+// per connection. Requests carry no data over RDMA, so a request is one
+// message slot (4 KiB path at most).
+//
+// Thread safety: as AgentServer.
+#ifndef FGDS_BACKEND_REMOTE_AGENT_RDMA_AGENT_SERVER_H_
+#define FGDS_BACKEND_REMOTE_AGENT_RDMA_AGENT_SERVER_H_
+
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "backend/remote/agent/agent_server.h"
+#include "backend/remote/agent/agent_store.h"
+#include "backend/remote/agent/write_log.h"
+#include "common/mutex.h"
+
+namespace fgds::remote {
+
+class RdmaConnection;
+
+class RdmaAgentServer {
+ public:
+  // options.listen must be an address of an RDMA device (an IP of a RoCE
+  // netdev, or 0.0.0.0 for all of them).
+  static absl::StatusOr<std::unique_ptr<RdmaAgentServer>> Start(
+      AgentServerOptions options, std::unique_ptr<AgentStore> store);
+  ~RdmaAgentServer();
+  RdmaAgentServer(const RdmaAgentServer&) = delete;
+  RdmaAgentServer& operator=(const RdmaAgentServer&) = delete;
+
+  std::string address() const { return address_; }
+  const AgentStore& store() const { return *store_; }
+  AgentCounters counters() const;
+  void Stop();
+
+ private:
+  struct Connection {
+    std::thread thread;
+    RdmaConnection* conn = nullptr;  // set while served, under mu_
+    bool finished = false;
+  };
+
+  RdmaAgentServer(AgentServerOptions options, std::unique_ptr<AgentStore> store,
+                  rdma_event_channel* channel, rdma_cm_id* listen_id,
+                  int wake_fd);
+  void AcceptLoop();
+  void Admit(rdma_cm_id* id, const rdma_conn_param& request);
+  void Serve(Connection* connection, rdma_cm_id* id, rdma_conn_param request);
+  uint64_t Handshake(RdmaConnection& conn);
+  void ServeRequests(RdmaConnection& conn, uint64_t client_id);
+  void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const AgentServerOptions options_;
+  const std::unique_ptr<AgentStore> store_;
+  rdma_event_channel* const channel_;
+  rdma_cm_id* const listen_id_;
+  const int wake_fd_;
+  std::string address_;
+  WriteLog write_log_;
+
+  Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  std::thread accept_thread_;
+
+  struct AtomicCounters {
+    std::atomic<uint64_t> connections{0}, refused_connections{0},
+        auth_failures{0}, protocol_errors{0}, reads{0}, writes{0},
+        writes_deduplicated{0}, bytes_read{0}, bytes_written{0};
+  };
+  AtomicCounters counters_;
+};
+
+}  // namespace fgds::remote
+
+#endif  // FGDS_BACKEND_REMOTE_AGENT_RDMA_AGENT_SERVER_H_

@@ -1,0 +1,265 @@
+#include "backend/remote/rdma_agent_client.h"
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "backend/remote/agent_auth.h"
+#include "common/errno_status.h"
+
+namespace fgds::remote {
+namespace {
+
+// Receive slots the daemon posts: replies to at most kClientSlots - 1
+// requests in flight, and an error frame.
+constexpr uint32_t kClientSlots = 33;
+constexpr uint32_t kMaxHandshakePayload = 128;
+constexpr uint32_t kMaxReplyPayload = 16 + kMaxErrorMessageBytes + 8;
+// dma-buf regions are addressed by the agent from here on (any non-zero
+// base works: the region's own range is all the NIC checks).
+constexpr uint64_t kDmabufIovaBase = 1ull << 40;
+
+}  // namespace
+
+RdmaAgentClient::RdmaAgentClient(RdmaAgentClientOptions options)
+    : options_(std::move(options)) {}
+
+RdmaAgentClient::~RdmaAgentClient() = default;
+
+absl::StatusOr<std::unique_ptr<RdmaAgentClient>> RdmaAgentClient::Connect(
+    RdmaAgentClientOptions options) {
+  if (options.client_id == 0) {
+    Nonce random;
+    if (absl::Status st = MakeNonce(&random); !st.ok()) return st;
+    std::memcpy(&options.client_id, random.data(), sizeof(options.client_id));
+    if (options.client_id == 0) options.client_id = 1;
+  }
+  std::unique_ptr<RdmaAgentClient> client(
+      new RdmaAgentClient(std::move(options)));
+  if (int rc = client->Reconnect(); rc != 0) {
+    return PosixError(client->last_error(), -rc);
+  }
+  return client;
+}
+
+int RdmaAgentClient::Fail(int err, std::string message) {
+  last_error_ =
+      absl::StrCat("rdma agent ", options_.agent.host, ":", options_.agent.port,
+                   ": ", message, " (", strerror(err), ")");
+  conn_.reset();
+  return -err;
+}
+
+absl::StatusOr<std::unique_ptr<RdmaMemoryRegion>> RdmaAgentClient::RegisterHost(
+    void* addr, size_t length) {
+  return RdmaMemoryRegion::RegisterHost(pd_, addr, length, true);
+}
+
+absl::StatusOr<std::unique_ptr<RdmaMemoryRegion>>
+RdmaAgentClient::RegisterDmabuf(int fd, uint64_t fd_offset, size_t length) {
+  return RdmaMemoryRegion::RegisterDmabuf(pd_, fd, fd_offset, length,
+                                          kDmabufIovaBase + fd_offset);
+}
+
+int RdmaAgentClient::Reconnect() {
+  conn_.reset();
+  ++connects_;
+  const int timeout = options_.connect_timeout_ms;
+  auto conn = RdmaConnection::Connect(options_.agent, pd_, kClientSlots,
+                                      options_.connect_timeout_ms);
+  if (!conn.ok()) {
+    last_error_ = std::string(conn.status().message());
+    return -StatusToErrno(conn.status());
+  }
+  conn_ = std::move(*conn);
+  pd_ = conn_->domain();
+
+  HelloBody hello;
+  hello.client_id = options_.client_id;
+  if (!MakeNonce(&hello.client_nonce).ok()) return Fail(EIO, "no randomness");
+  std::vector<uint8_t> payload;
+  EncodeHello(hello, &payload);
+  if (int rc = conn_->SendFrame(FrameType::kHello, 0, payload, timeout);
+      rc != 0) {
+    return Fail(-rc, "sending hello: " + conn_->last_error());
+  }
+  FrameHeader header;
+  auto receive = [&](FrameType want, const char* what) -> int {
+    int rc =
+        conn_->ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
+    if (rc != 0) {
+      return Fail(
+          -rc, absl::StrCat("waiting for ", what, ": ", conn_->last_error()));
+    }
+    if (header.type == FrameType::kError) {
+      ErrorBody error;
+      if (DecodeError(payload, &error) != 0) {
+        return Fail(EPROTO, "bad error frame");
+      }
+      return Fail(error.error, error.message);
+    }
+    if (header.type != want) {
+      return Fail(EPROTO, absl::StrCat("expected ", what));
+    }
+    return 0;
+  };
+  if (int rc = receive(FrameType::kChallenge, "the challenge"); rc != 0) {
+    return rc;
+  }
+  ChallengeBody challenge;
+  if (DecodeChallenge(payload, &challenge) != 0) {
+    return Fail(EPROTO, "malformed challenge");
+  }
+  // The agent proves the key first (agent_auth.h).
+  Proof expected;
+  if (!ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce, &expected)
+           .ok()) {
+    return Fail(ENOMEM, "cannot compute the proof");
+  }
+  if (!ProofMatches(expected, challenge.agent_proof)) {
+    return Fail(EACCES, "the agent does not hold our cluster key");
+  }
+  AuthBody auth;
+  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce,
+                    &auth.client_proof)
+           .ok()) {
+    return Fail(ENOMEM, "cannot compute the proof");
+  }
+  payload.clear();
+  EncodeAuth(auth, &payload);
+  if (int rc = conn_->SendFrame(FrameType::kAuth, 0, payload, timeout);
+      rc != 0) {
+    return Fail(-rc, "sending the proof: " + conn_->last_error());
+  }
+  if (int rc = receive(FrameType::kWelcome, "the welcome"); rc != 0) return rc;
+  if (!payload.empty()) return Fail(EPROTO, "malformed welcome");
+  max_io_ = challenge.max_io;
+  credits_ = std::min(challenge.credits, kClientSlots - 1);
+  last_error_.clear();
+  return 0;
+}
+
+int64_t RdmaAgentClient::ReceiveReply(uint64_t request_id, uint32_t length) {
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  if (int rc = conn_->ReceiveFrame(&header, &payload, kMaxReplyPayload,
+                                   options_.io_timeout_ms);
+      rc != 0) {
+    return Fail(-rc, "waiting for a reply: " + conn_->last_error());
+  }
+  if (header.type == FrameType::kError) {
+    ErrorBody error;
+    if (DecodeError(payload, &error) != 0) {
+      return Fail(EPROTO, "bad error frame");
+    }
+    return Fail(error.error, error.message);  // the agent disconnects
+  }
+  ReplyBody reply;
+  size_t data_offset = 0;
+  if (header.type != FrameType::kReply || header.request_id != request_id ||
+      DecodeReply(payload, &reply, &data_offset) != 0 ||
+      data_offset != payload.size()) {
+    return Fail(EPROTO, "unexpected reply");
+  }
+  if (reply.result > static_cast<int64_t>(length)) {
+    return Fail(EPROTO, "the agent moved more than was asked");
+  }
+  return reply.result;
+}
+
+int64_t RdmaAgentClient::Read(std::string_view path, uint64_t offset,
+                              const RdmaMemoryRegion& region,
+                              size_t region_offset, size_t length) {
+  return Transfer(FrameType::kRead, path, offset, region, region_offset,
+                  length);
+}
+
+int64_t RdmaAgentClient::Write(std::string_view path, uint64_t offset,
+                               const RdmaMemoryRegion& region,
+                               size_t region_offset, size_t length) {
+  return Transfer(FrameType::kWrite, path, offset, region, region_offset,
+                  length);
+}
+
+int64_t RdmaAgentClient::Transfer(FrameType type, std::string_view path,
+                                  uint64_t offset,
+                                  const RdmaMemoryRegion& region,
+                                  size_t region_offset, size_t length) {
+  if (int rc = CheckRelativePath(path); rc != 0) {
+    last_error_ = absl::StrCat("path '", std::string(path),
+                               "' cannot name a file under the agent's root");
+    return rc;
+  }
+  if (region_offset > region.length() ||
+      length > region.length() - region_offset) {
+    last_error_ = "the transfer does not fit in the registered region";
+    return -EINVAL;
+  }
+  if (pd_ != nullptr && &region.domain() != pd_.get()) {
+    last_error_ = "the region was registered with another client";
+    return -EINVAL;
+  }
+  if (conn_ == nullptr) {
+    if (int rc = Reconnect(); rc != 0) return rc;
+  }
+  struct InFlight {
+    uint64_t request_id;
+    uint32_t length;
+  };
+  std::deque<InFlight> in_flight;
+  size_t sent = 0;  // bytes asked for so far
+  size_t done = 0;  // bytes confirmed, in order
+  bool stop = false;
+  int64_t error = 0;
+  std::vector<uint8_t> payload;
+  while (!in_flight.empty() || (!stop && sent < length)) {
+    // Keep up to `credits` requests in flight.
+    while (!stop && sent < length && in_flight.size() < credits_) {
+      IoBody io;
+      io.seq = type == FrameType::kWrite ? next_seq_++ : 0;
+      io.offset = offset + sent;
+      io.length =
+          static_cast<uint32_t>(std::min<size_t>(length - sent, max_io_));
+      io.remote_addr = region.remote_base() + region_offset + sent;
+      io.rkey = region.rkey();
+      io.path = std::string(path);
+      payload.clear();
+      EncodeIo(io, &payload);
+      const uint64_t request_id = next_request_id_++;
+      if (int rc = conn_->SendFrame(type, request_id, payload,
+                                    options_.io_timeout_ms);
+          rc != 0) {
+        return Fail(-rc, "sending a request: " + conn_->last_error());
+      }
+      in_flight.push_back({request_id, io.length});
+      sent += io.length;
+    }
+    const InFlight next = in_flight.front();
+    in_flight.pop_front();
+    const int64_t n = ReceiveReply(next.request_id, next.length);
+    if (conn_ == nullptr) {
+      // The connection is gone mid-transfer: an error, not a short count,
+      // which would read as the end of the file (or a full disk). The
+      // caller redoes the whole range on another path.
+      return n;
+    }
+    if (stop) continue;  // draining replies after a short or failed one
+    if (n < 0) {
+      error = n;
+      stop = true;
+      continue;
+    }
+    done += static_cast<size_t>(n);
+    // Short: end of file for a read, a full disk for a write; the requests
+    // after it are answered but not counted.
+    if (static_cast<uint32_t>(n) < next.length) stop = true;
+  }
+  if (done == 0 && error != 0) return error;
+  return static_cast<int64_t>(done);
+}
+
+}  // namespace fgds::remote
