@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace fgds::backend {
@@ -29,6 +31,9 @@ struct ThreadIds {
 };
 
 thread_local ThreadIds base_ids;
+// Whether a ScopedCredentials is alive on this thread. They never nest:
+// the restore goes back to base_ids, not to an outer caller's ids.
+thread_local bool scope_active = false;
 
 // The thread's own ids, or nullptr with *error set.
 const ThreadIds* BaseIds(int* error) {
@@ -53,6 +58,13 @@ const ThreadIds* BaseIds(int* error) {
 }  // namespace
 
 ScopedCredentials::ScopedCredentials(const Caller& caller) {
+  if (scope_active) {
+    std::fprintf(stderr,
+                 "fgds: INTERNAL ERROR: nested ScopedCredentials would "
+                 "restore the wrong ids\n");
+    std::abort();
+  }
+  scope_active = true;
   const ThreadIds* base = BaseIds(&error_);
   if (base == nullptr) return;
   // No groups with the daemon's own uid (a root caller: CallerOf leaves
@@ -89,6 +101,7 @@ ScopedCredentials::ScopedCredentials(const Caller& caller) {
 }
 
 ScopedCredentials::~ScopedCredentials() {
+  scope_active = false;
   if (!switched_) return;
   setfsuid(saved_uid_);
   setfsgid(saved_gid_);

@@ -11,6 +11,9 @@
 // daemon's own uid and gid, e.g. root); else 5 syscalls to switch (groups
 // only when they differ) and 2-3 to restore.
 //
+// Never nested on one thread (aborts): the destructor restores the
+// thread's own ids, not an outer scope's.
+//
 // Thread safety: affects only the constructing thread; restore happens in
 // the destructor on that same thread.
 #ifndef FGDS_BACKEND_LOCAL_CREDENTIALS_H_
