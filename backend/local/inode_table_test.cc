@@ -193,6 +193,37 @@ TEST_P(InodeTableFilesTest, ClosingTheLastFileOfANamedInodeDropsItsDescriptor) {
   table_->Forget(node, 1);
 }
 
+// InsertOpened (a create) makes the node and counts the open file in one,
+// with the O_PATH descriptor it is given as the open pin: one descriptor
+// while open, none left (with handles) once closed and forgotten, and an
+// unlinked file stays reachable through it as after FileOpened.
+TEST_P(InodeTableFilesTest, InsertOpenedUsesItsDescriptorAsTheOpenPin) {
+  const int before = OpenFdCount();
+  const std::string path = dir_ + "/created";
+  int file = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(file, 0);
+  int path_fd = OpenPath(path.c_str());
+  ASSERT_GE(path_fd, 0);
+  NodeId node = table_->InsertOpened(path_fd, StatFd(path_fd));
+  ASSERT_NE(node, InodeTable::kNoNode);
+  // The file and the pin (handles) or the node's own pin (fallback).
+  EXPECT_EQ(OpenFdCount(), before + 2);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  {
+    PathFd still = table_->Open(table_->Get(node));
+    ASSERT_TRUE(still.ok()) << still.error();
+    EXPECT_EQ(StatFd(still.get()).st_nlink, 0u);
+  }
+  // A second open of the same inode shares the pin.
+  table_->FileOpened(table_->Get(node), file);
+  EXPECT_EQ(OpenFdCount(), before + 2);
+  table_->FileClosed(table_->Get(node));
+  table_->FileClosed(table_->Get(node));
+  close(file);
+  table_->Forget(node, 1);
+  EXPECT_EQ(OpenFdCount(), before);
+}
+
 // Without file handles each node pins a descriptor: past the bound, a new
 // node is refused (its descriptor closed, nothing kept), while nodes
 // already known still gain lookups, and a forgotten node makes room.
