@@ -20,7 +20,12 @@ backend::Caller CallerOf(fuse_req_t req, bool with_groups) {
   // Set by libfuse for mknod, mkdir and create (0 otherwise); the kernel
   // leaves it to us (FUSE_CAP_DONT_MASK) when it enforces ACLs.
   caller.umask = ctx->umask;
-  if (with_groups) {
+  // Root's groups decide nothing: the local backend acts with fsuid 0,
+  // which keeps the daemon's capabilities (no permission or set-id check
+  // consults groups then), libcephfs lets uid 0 pass its permission checks,
+  // and the remote agent acts as root the same way. Reading them costs an
+  // open, read and close of /proc/PID/task/TID/status per create.
+  if (with_groups && ctx->uid != 0) {
     // Most callers have few groups; retry once with the exact count.
     std::vector<gid_t> groups(32);
     int n =

@@ -83,11 +83,18 @@ int OpenBackingWithoutFsetid(void* req, int fd) {
   // capset(2) changes the calling thread's capabilities only; the kernel
   // copies them into the backing id (the credentials its passthrough writes
   // run with) during the ioctl.
+  // The thread's own capabilities, read once per thread: nothing else in
+  // the daemon changes them for longer than a call (ScopedCredentials'
+  // setfsuid only while it runs, and this function restores them).
+  thread_local bool known = false;
+  thread_local __user_cap_data_struct saved[_LINUX_CAPABILITY_U32S_3] = {};
   __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct saved[_LINUX_CAPABILITY_U32S_3] = {};
-  if (syscall(SYS_capget, &header, saved) != 0) return -errno;
+  if (!known) {
+    if (syscall(SYS_capget, &header, saved) != 0) return -errno;
+    known = true;
+  }
   __user_cap_data_struct reduced[_LINUX_CAPABILITY_U32S_3];
-  std::memcpy(reduced, saved, sizeof(saved));
+  std::memcpy(reduced, saved, sizeof(reduced));
   reduced[CAP_TO_INDEX(CAP_FSETID)].effective &= ~CAP_TO_MASK(CAP_FSETID);
   if (syscall(SYS_capset, &header, reduced) != 0) return -errno;
   errno = 0;

@@ -62,7 +62,8 @@ InodeTable::InodeTable(int root_fd, const struct stat& root_stat, Reach reach,
                        size_t max_pinned)
     : root_(root_stat.st_dev, root_stat.st_ino, root_stat.st_mode & S_IFMT,
             root_fd, FileHandle{}, -1),
-      max_pinned_(max_pinned != 0 ? max_pinned : DefaultMaxPinned()) {
+      max_pinned_(max_pinned != 0 ? max_pinned : DefaultMaxPinned()),
+      max_cached_dirs_(std::max<size_t>(max_pinned_ / 4, 1)) {
   root_.nlookup = 1;  // never dropped
   if (reach != Reach::kHandles) return;
   // Opening a handle needs CAP_DAC_READ_SEARCH (the root daemon has it)
@@ -84,6 +85,7 @@ InodeTable::~InodeTable() {
   MutexLock lock(&mu_);
   for (auto& [key, inode] : inodes_) {
     if (inode->pinned_fd >= 0) close(inode->pinned_fd);
+    if (int fd = inode->dir_fd.load(); fd >= 0) close(fd);
     {
       MutexLock open_lock(&inode->open_mu);
       if (inode->open_fd >= 0) close(inode->open_fd);
@@ -143,24 +145,49 @@ PathFd InodeTable::Open(LocalInode& inode) {
       return PathFd(fd >= 0 ? fd : -errno, /*owned=*/true);
     }
   }
+  const bool is_dir = inode.type == S_IFDIR;
+  if (is_dir) {
+    if (int fd = inode.dir_fd.load(std::memory_order_acquire); fd >= 0) {
+      return PathFd(fd, /*owned=*/false);
+    }
+  }
   HandleBuffer kernel;
   ToKernel(inode.handle, &kernel);
   int fd =
       open_by_handle_at(inode.mount_fd, &kernel.header, O_PATH | O_CLOEXEC);
+  if (fd >= 0 && is_dir && KeepDirFd(inode, fd)) {
+    return PathFd(fd, /*owned=*/false);
+  }
   if (fd >= 0) return PathFd(fd, /*owned=*/true);
   // ESTALE: the file was removed in the backing directory. For the caller
   // that is a name that no longer exists, as it would be locally.
   return PathFd(errno == ESTALE ? -ENOENT : -errno, /*owned=*/true);
 }
 
-NodeId InodeTable::Insert(int fd, const struct stat& st) {
+bool InodeTable::KeepDirFd(LocalInode& inode, int fd) {
+  if (cached_dirs_.fetch_add(1, std::memory_order_relaxed) >=
+      max_cached_dirs_) {
+    cached_dirs_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  int none = -1;
+  if (inode.dir_fd.compare_exchange_strong(none, fd,
+                                           std::memory_order_acq_rel)) {
+    return true;
+  }
+  // Another thread kept its descriptor first; ours is the caller's.
+  cached_dirs_.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
+NodeId InodeTable::Register(int fd, const struct stat& st, bool* fd_taken) {
+  *fd_taken = false;
   Key key{st.st_dev, st.st_ino};
   FileHandle handle;
   if (uses_handles_) handle = HandleOf(fd);
   MutexLock lock(&mu_);
   if (key == Key{root_.dev, root_.ino}) {
     // The root reached by another name (e.g. a bind mount loop).
-    close(fd);
     return kRootNode;
   }
   auto [it, inserted] = inodes_.try_emplace(key, nullptr);
@@ -168,7 +195,6 @@ NodeId InodeTable::Insert(int fd, const struct stat& st) {
   // number of one removed in the backing directory: it gets its own node,
   // and the older node (still known to the kernel) leaves the map.
   if (!inserted && it->second->handle == handle) {
-    close(fd);
     ++it->second->nlookup;
     return reinterpret_cast<NodeId>(it->second);
   }
@@ -178,21 +204,45 @@ NodeId InodeTable::Insert(int fd, const struct stat& st) {
     if (pinned_ >= max_pinned_) {
       // Nothing changed: the key entry just made (if any) goes again.
       if (inserted) inodes_.erase(it);
-      close(fd);
       WarnPinnedFull();
       return kNoNode;
     }
     pinned_fd = fd;  // no handle: the descriptor is the only way back
+    *fd_taken = true;
     handle = {};
     ++pinned_;
-  } else {
-    close(fd);
   }
   auto* inode = new LocalInode(st.st_dev, st.st_ino, st.st_mode & S_IFMT,
                                pinned_fd, std::move(handle), mount_fd);
   inode->nlookup = 1;
   it->second = inode;
   return reinterpret_cast<NodeId>(inode);
+}
+
+NodeId InodeTable::Insert(int fd, const struct stat& st) {
+  bool fd_taken;
+  NodeId node = Register(fd, st, &fd_taken);
+  if (!fd_taken) close(fd);
+  return node;
+}
+
+NodeId InodeTable::InsertOpened(int path_fd, const struct stat& st) {
+  bool fd_taken;
+  NodeId node = Register(path_fd, st, &fd_taken);
+  if (fd_taken) return node;  // pinned: FileOpened has nothing to do
+  if (node != kNoNode) {
+    LocalInode& inode = Get(node);
+    if (inode.pinned_fd < 0) {
+      MutexLock lock(&inode.open_mu);
+      // As FileOpened, with the descriptor we already have.
+      if (inode.open_files++ == 0 && inode.open_fd < 0) {
+        inode.open_fd = path_fd;
+        return node;
+      }
+    }
+  }
+  close(path_fd);
+  return node;
 }
 
 void InodeTable::Forget(NodeId node, uint64_t count) {
@@ -213,6 +263,10 @@ void InodeTable::Forget(NodeId node, uint64_t count) {
   if (inode.pinned_fd >= 0) {
     close(inode.pinned_fd);
     --pinned_;
+  }
+  if (int fd = inode.dir_fd.load(std::memory_order_acquire); fd >= 0) {
+    close(fd);
+    cached_dirs_.fetch_sub(1, std::memory_order_relaxed);
   }
   {
     MutexLock open_lock(&inode.open_mu);

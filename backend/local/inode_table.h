@@ -53,6 +53,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -103,6 +104,14 @@ struct LocalInode {
   // the table, which outlives its inodes. -1 with pinned_fd.
   const int mount_fd;
   uint64_t nlookup = 0;  // guarded by InodeTable::mu_
+
+  // Directories only: an O_PATH descriptor kept from the first Open until
+  // the node is forgotten, so that the operations on a directory (each
+  // create, rename or unlink in it, and the GETATTR the kernel sends after
+  // each change) skip open_by_handle_at and close. -1 when none (not yet
+  // opened, or past InodeTable's bound on them). Set once; closed only by
+  // Forget, when no operation on the node can be running.
+  std::atomic<int> dir_fd{-1};
 
   // Files open on this inode, and the O_PATH descriptor held meanwhile and,
   // for a file unlinked by its last close, until the node is forgotten (-1
@@ -173,7 +182,9 @@ class InodeTable {
   LocalInode& Get(NodeId node);
 
   // An O_PATH descriptor of `inode` for one operation, or the -errno why
-  // there is none (PathFd::error).
+  // there is none (PathFd::error). A directory's first Open keeps its
+  // descriptor (LocalInode::dir_fd) while fewer than max_cached_dirs()
+  // directories do.
   PathFd Open(LocalInode& inode);
 
   // Adds one lookup for the inode that `fd` (O_PATH, ownership passed) and
@@ -183,6 +194,11 @@ class InodeTable {
   // -ENFILE.
   static constexpr NodeId kNoNode = 0;
   NodeId Insert(int fd, const struct stat& st);
+  // Insert and FileOpened in one, for a file just created and opened
+  // (Create, TmpFile): `path_fd` (O_PATH, ownership passed) becomes the open
+  // pin instead of a second descriptor opened through /proc. Returns kNoNode
+  // as Insert does.
+  NodeId InsertOpened(int path_fd, const struct stat& st);
   // Takes `count` lookups away; deletes the inode at zero.
   void Forget(NodeId node, uint64_t count);
   // Adds one lookup to `node`, which must be live (the kernel holds it);
@@ -208,9 +224,23 @@ class InodeTable {
   // Nodes that pin a descriptor now (the root not counted), and the bound.
   size_t pinned();
   size_t max_pinned() const { return max_pinned_; }
+  // Directories that keep a descriptor now, and the bound (a quarter of
+  // max_pinned: with it, at most 5/8 of the descriptor limit goes to the
+  // namespace).
+  size_t cached_dirs() const {
+    return cached_dirs_.load(std::memory_order_relaxed);
+  }
+  size_t max_cached_dirs() const { return max_cached_dirs_; }
 
  private:
   using Key = std::pair<dev_t, ino_t>;
+  // Makes `fd` (O_PATH, of the directory `inode`) the one the directory
+  // keeps, if the bound allows and none is kept yet; false: the caller
+  // still owns it.
+  bool KeepDirFd(LocalInode& inode, int fd);
+  // Insert's work; `*fd_taken` says whether the node kept `fd` as its pin
+  // (else the caller still owns it).
+  NodeId Register(int fd, const struct stat& st, bool* fd_taken);
   // The handle of `fd`'s inode, or an empty one where it has none.
   FileHandle HandleOf(int fd);
   // A descriptor on the mount `mount_id` for open_by_handle_at; `fd` (an
@@ -228,6 +258,8 @@ class InodeTable {
   bool uses_handles_ = false;
   const size_t max_pinned_;
   size_t pinned_ ABSL_GUARDED_BY(mu_) = 0;
+  const size_t max_cached_dirs_;
+  std::atomic<size_t> cached_dirs_{0};
   uint64_t last_pin_warning_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

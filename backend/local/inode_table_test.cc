@@ -193,6 +193,37 @@ TEST_P(InodeTableFilesTest, ClosingTheLastFileOfANamedInodeDropsItsDescriptor) {
   table_->Forget(node, 1);
 }
 
+// InsertOpened (a create) makes the node and counts the open file in one,
+// with the O_PATH descriptor it is given as the open pin: one descriptor
+// while open, none left (with handles) once closed and forgotten, and an
+// unlinked file stays reachable through it as after FileOpened.
+TEST_P(InodeTableFilesTest, InsertOpenedUsesItsDescriptorAsTheOpenPin) {
+  const int before = OpenFdCount();
+  const std::string path = dir_ + "/created";
+  int file = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(file, 0);
+  int path_fd = OpenPath(path.c_str());
+  ASSERT_GE(path_fd, 0);
+  NodeId node = table_->InsertOpened(path_fd, StatFd(path_fd));
+  ASSERT_NE(node, InodeTable::kNoNode);
+  // The file and the pin (handles) or the node's own pin (fallback).
+  EXPECT_EQ(OpenFdCount(), before + 2);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  {
+    PathFd still = table_->Open(table_->Get(node));
+    ASSERT_TRUE(still.ok()) << still.error();
+    EXPECT_EQ(StatFd(still.get()).st_nlink, 0u);
+  }
+  // A second open of the same inode shares the pin.
+  table_->FileOpened(table_->Get(node), file);
+  EXPECT_EQ(OpenFdCount(), before + 2);
+  table_->FileClosed(table_->Get(node));
+  table_->FileClosed(table_->Get(node));
+  close(file);
+  table_->Forget(node, 1);
+  EXPECT_EQ(OpenFdCount(), before);
+}
+
 // Without file handles each node pins a descriptor: past the bound, a new
 // node is refused (its descriptor closed, nothing kept), while nodes
 // already known still gain lookups, and a forgotten node makes room.
@@ -237,6 +268,79 @@ TEST(InodeTablePinnedTest, NodesPinningADescriptorAreBounded) {
     EXPECT_NE(d, InodeTable::kNoNode);
     for (NodeId n : {b, c, d}) table.Forget(n, 1);
     EXPECT_EQ(table.pinned(), 0u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A directory keeps the descriptor of its first Open, so that the
+// operations in it skip open_by_handle_at; a bounded number of them do
+// (a quarter of max_pinned), and Forget closes it.
+TEST(InodeTableDirsTest, DirectoriesKeepABoundedNumberOfDescriptors) {
+  std::string dir = ::testing::TempDir() + "fgds-inode-dirs-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  int root = OpenPath(dir.c_str());
+  ASSERT_GE(root, 0);
+  {
+    InodeTable table(root, StatFd(root), InodeTable::Reach::kHandles,
+                     /*max_pinned=*/8);
+    if (!table.uses_handles()) {
+      std::filesystem::remove_all(dir);
+      GTEST_SKIP() << "needs file handles (root, a filesystem with them)";
+    }
+    EXPECT_EQ(table.max_cached_dirs(), 2u);
+    auto insert = [&](const std::string& name, bool is_dir) {
+      const std::string path = dir + "/" + name;
+      if (is_dir) {
+        EXPECT_EQ(mkdir(path.c_str(), 0755), 0);
+      } else {
+        close(open(path.c_str(), O_CREAT | O_WRONLY, 0644));
+      }
+      int path_fd = OpenPath(path.c_str());
+      EXPECT_GE(path_fd, 0);
+      return table.Insert(path_fd, StatFd(path_fd));
+    };
+    // Whether Open hands out a descriptor that outlives the PathFd (kept
+    // by the node) and the same one each time.
+    auto kept = [&](NodeId node) {
+      int first, second;
+      {
+        PathFd fd = table.Open(table.Get(node));
+        EXPECT_TRUE(fd.ok());
+        first = fd.get();
+      }
+      {
+        PathFd fd = table.Open(table.Get(node));
+        second = fd.get();
+      }
+      return first == second && fcntl(first, F_GETFD) != -1;
+    };
+    NodeId a = insert("a", true);
+    NodeId b = insert("b", true);
+    NodeId c = insert("c", true);
+    NodeId f = insert("f", false);
+    EXPECT_TRUE(kept(a));
+    EXPECT_TRUE(kept(b));
+    EXPECT_EQ(table.cached_dirs(), 2u);
+    const int before = OpenFdCount();
+    EXPECT_FALSE(kept(c));  // past the bound: opened per operation
+    EXPECT_FALSE(kept(f));  // files never keep one
+    EXPECT_EQ(OpenFdCount(), before);
+    EXPECT_EQ(table.cached_dirs(), 2u);
+    // The kept descriptor reaches the directory itself.
+    {
+      PathFd fd = table.Open(table.Get(a));
+      struct stat by_node = StatFd(fd.get());
+      struct stat by_name;
+      ASSERT_EQ(stat((dir + "/a").c_str(), &by_name), 0);
+      EXPECT_EQ(by_node.st_ino, by_name.st_ino);
+    }
+    table.Forget(a, 1);
+    EXPECT_EQ(table.cached_dirs(), 1u);
+    EXPECT_EQ(OpenFdCount(), before - 1);
+    EXPECT_TRUE(kept(c));  // room again
+    for (NodeId n : {b, c, f}) table.Forget(n, 1);
+    EXPECT_EQ(table.cached_dirs(), 0u);
+    EXPECT_EQ(OpenFdCount(), before - 2);
   }
   std::filesystem::remove_all(dir);
 }

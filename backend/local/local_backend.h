@@ -115,6 +115,7 @@ class LocalBackend : public Backend {
   // Remembers the file's current mtime and size; returns whether they equal
   // what was remembered before (the kernel's cached pages are still valid).
   bool RememberCacheState(LocalInode& inode, int fd);
+  bool RememberCacheState(LocalInode& inode, const struct stat& st);
 
   InodeTable inodes_;
   std::unique_ptr<io::IoEngine> engine_;

@@ -21,7 +21,7 @@ namespace fgds::backend {
 
 class File {
  public:
-  // Takes ownership of `fd`. Opens the twin when `want_twin` and the
+  // Takes ownership of `fd`. Has a twin when `want_twin` and the
   // descriptor allows it (not O_APPEND, a filesystem with O_DIRECT).
   // `holds_lookup`: the handle holds one lookup of `inode` (OpenNode),
   // which Release gives back.
@@ -32,8 +32,11 @@ class File {
   File& operator=(const File&) = delete;
 
   const int fd;  // buffered (the opener's flags less O_DIRECT)
-  // O_DIRECT, same access mode as fd; -1 where there is none.
-  const int direct_fd;
+  // O_DIRECT, same access mode as fd; -1 where there is none. Opened at
+  // the first call, not with the handle: most handles never do I/O through
+  // the daemon (passthrough, or a create that is closed at once), and the
+  // twin costs three syscalls (fcntl, open, close).
+  int direct_fd() const;
   LocalInode& inode;
   const NodeId node;
   const bool keep_cache;
@@ -47,6 +50,11 @@ class File {
   // The file system refused a read with RWF_NOWAIT (EOPNOTSUPP): cached
   // reads go to the engine without asking again (local_io.cc).
   std::atomic<bool> nowait_refused{false};
+
+ private:
+  static constexpr int kTwinNotOpened = -2;
+  const bool want_twin_;
+  mutable std::atomic<int> direct_fd_{kTwinNotOpened};
 };
 
 }  // namespace fgds::backend

@@ -49,17 +49,31 @@ bool CloseIsNoop(int fd) {
 File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
            bool want_twin, bool holds_lookup_in)
     : fd(fd_in),
-      direct_fd(want_twin ? OpenDirectTwin(fd_in) : -1),
       inode(inode_in),
       node(node_in),
       keep_cache(keep_cache_in),
       holds_lookup(holds_lookup_in),
       close_is_noop(CloseIsNoop(fd_in)),
-      storage_device(kmod::StorageDevice(fd_in)) {}
+      storage_device(kmod::StorageDevice(fd_in)),
+      want_twin_(want_twin) {}
 
 File::~File() {
-  if (direct_fd >= 0) close(direct_fd);
+  if (int twin = direct_fd_.load(); twin >= 0) close(twin);
   close(fd);
+}
+
+int File::direct_fd() const {
+  int twin = direct_fd_.load(std::memory_order_acquire);
+  if (twin != kTwinNotOpened) return twin;
+  twin = want_twin_ ? OpenDirectTwin(fd) : -1;
+  int expected = kTwinNotOpened;
+  if (direct_fd_.compare_exchange_strong(expected, twin,
+                                         std::memory_order_acq_rel)) {
+    return twin;
+  }
+  // Another thread opened it first: use that one.
+  if (twin >= 0) close(twin);
+  return expected;
 }
 
 namespace {
@@ -104,6 +118,11 @@ int OpenOrCreate(int dir_fd, const char* name, int open_flags, mode_t mode,
 bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0) return false;
+  return RememberCacheState(inode, st);
+}
+
+bool LocalBackend::RememberCacheState(LocalInode& inode,
+                                      const struct stat& st) {
   MutexLock lock(&inode.cache_mu);
   bool same = inode.cache_known &&
               inode.cache_mtime.tv_sec == st.st_mtim.tv_sec &&
@@ -163,7 +182,8 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
     close(fd);
     return -err;
   }
-  entry->node = inodes_.Insert(path_fd, entry->attr);
+  // The O_PATH descriptor also serves as the open pin (InsertOpened).
+  entry->node = inodes_.InsertOpened(path_fd, entry->attr);
   if (entry->node == InodeTable::kNoNode) {
     // Refused by the bound on pinned nodes (inode_table.h), path_fd
     // closed: undone as any failed create.
@@ -172,10 +192,10 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
     return -ENFILE;
   }
   LocalInode& inode = inodes_.Get(entry->node);
-  RememberCacheState(inode, fd);
+  // The stat just taken is the new file's state: no second fstat.
+  RememberCacheState(inode, entry->attr);
   *out = new File(fd, inode, entry->node, false, twin,
                   /*holds_lookup=*/false);
-  inodes_.FileOpened(inode, fd);
   return 0;
 }
 
@@ -204,14 +224,17 @@ int LocalBackend::TmpFile(const Caller& caller, NodeId parent, mode_t mode,
     close(fd);  // nothing is left behind: the file has no name
     return -err;
   }
-  entry->node = inodes_.Insert(path_fd, entry->attr);
+  // Pinned while open (InsertOpened): a handle of a file without a name
+  // may not open again (inode_table.h), and linkat needs it.
+  entry->node = inodes_.InsertOpened(path_fd, entry->attr);
+  if (entry->node == InodeTable::kNoNode) {
+    close(fd);  // refused by the bound on pinned nodes; nothing has a name
+    return -ENFILE;
+  }
   LocalInode& inode = inodes_.Get(entry->node);
-  RememberCacheState(inode, fd);
+  RememberCacheState(inode, entry->attr);
   *out = new File(fd, inode, entry->node, false, twin,
                   /*holds_lookup=*/false);
-  // Keeps the inode reachable while open: a handle of a file without a
-  // name may not open again (inode_table.h), and linkat needs it.
-  inodes_.FileOpened(inode, fd);
   return 0;
 }
 

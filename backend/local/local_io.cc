@@ -36,7 +36,7 @@ io::IoOp EngineOp(FileOp op) {
 
 IoChoice Choose(const FileIoRequest& request) {
   const File& file = *request.file;
-  return ChooseIo(request, {file.fd, file.direct_fd, file.storage_device},
+  return ChooseIo(request, {file.fd, file.direct_fd(), file.storage_device},
                   &FullyCached);
 }
 

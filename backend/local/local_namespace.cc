@@ -144,7 +144,11 @@ int LocalBackend::SetAttr(NodeId node, const SetAttrRequest& request,
     }
     if (res != 0) return -errno;
   }
-  return GetAttr(node, out);
+  // The descriptor this call already holds: no second open of the node.
+  if (fstatat(fd.get(), "", out, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+    return -errno;
+  }
+  return 0;
 }
 
 int LocalBackend::ReadLink(NodeId node, std::string* target) {
@@ -240,14 +244,16 @@ int LocalBackend::Rename(NodeId parent, const char* name, NodeId new_parent,
                          const char* new_name, unsigned flags) {
   PathFd from = inodes_.Open(inodes_.Get(parent));
   if (!from.ok()) return from.error();
-  PathFd to = inodes_.Open(inodes_.Get(new_parent));
-  if (!to.ok()) return to.error();
+  // Most renames stay in one directory: its descriptor serves both sides.
+  PathFd other = new_parent == parent ? PathFd(-EBADF, /*owned=*/false)
+                                      : inodes_.Open(inodes_.Get(new_parent));
+  if (new_parent != parent && !other.ok()) return other.error();
+  const int to = new_parent == parent ? from.get() : other.get();
   // A file the rename replaces loses a name, like an unlinked one.
-  int victim =
-      (flags & RENAME_EXCHANGE)
-          ? -1
-          : openat(to.get(), new_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (renameat2(from.get(), name, to.get(), new_name, flags) != 0) {
+  int victim = (flags & RENAME_EXCHANGE)
+                   ? -1
+                   : openat(to, new_name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (renameat2(from.get(), name, to, new_name, flags) != 0) {
     int err = errno;
     if (victim >= 0) close(victim);
     return -err;

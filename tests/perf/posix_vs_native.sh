@@ -8,6 +8,7 @@
 #
 # usage: tests/perf/posix_vs_native.sh [--passthrough MODE] [--seq-size N]
 #                                       [--rand-size N] [--goal R]
+#                                       [--fuse-uring MODE]
 #   FGDS=path/to/fgds (default: build/tools/fgds of this checkout).
 # Mounts a private fgds over a private directory under ${TMPDIR:-/var/tmp}
 # (not tmpfs: the backing file system should be a disk's), and removes both.
@@ -18,6 +19,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 fgds=${FGDS:-$repo/build/tools/fgds}
 passthrough=auto
+fuse_uring=auto
 seq_size=1G
 rand_size=128M
 goal=0.95
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
     --seq-size) seq_size=$2; shift 2 ;;
     --rand-size) rand_size=$2; shift 2 ;;
     --goal) goal=$2; shift 2 ;;
+    --fuse-uring) fuse_uring=$2; shift 2 ;;
     *) echo "posix_vs_native: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +44,8 @@ cleanup() {
   rm -rf "$root"
 }
 trap cleanup EXIT
-"$fgds" mount --data "$data" --passthrough "$passthrough" "$mnt"
+"$fgds" mount --data "$data" --passthrough "$passthrough" \
+  --fuse-uring "$fuse_uring" "$mnt"
 
 results=$root/results
 mkdir -p "$results"
