@@ -266,7 +266,7 @@ TEST(OptionsTest, FeatureModes) {
   auto options = Parse({"/mnt/fgds"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->passthrough, FeatureMode::kAuto);
-  EXPECT_EQ(options->fuse_uring, FeatureMode::kAuto);
+  EXPECT_EQ(options->fuse_uring, FeatureMode::kOff);
   options = Parse({"--passthrough", "off", "--fuse-uring=on", "/mnt/fgds"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->passthrough, FeatureMode::kOff);
