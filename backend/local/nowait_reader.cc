@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 
@@ -110,6 +111,7 @@ size_t ThreadRing::Read(NowaitRead* reads, size_t n) {
 }
 
 thread_local ThreadRing tl_ring;
+std::atomic<bool> g_use_uring{true};
 
 int64_t PreadNowait(const NowaitRead& read) {
   iovec iov = {read.buf, read.len};
@@ -122,13 +124,18 @@ int64_t PreadNowait(const NowaitRead& read) {
 
 void ReadNowait(std::span<NowaitRead> reads) {
   size_t done = 0;
-  while (done < reads.size() && tl_ring.Usable()) {
+  const bool uring = g_use_uring.load(std::memory_order_relaxed);
+  while (uring && done < reads.size() && tl_ring.Usable()) {
     const size_t n = std::min<size_t>(reads.size() - done, kDepth);
     done += tl_ring.Read(reads.data() + done, n);
   }
   for (; done < reads.size(); ++done) {
     reads[done].result = PreadNowait(reads[done]);
   }
+}
+
+void SetNowaitUring(bool use) {
+  g_use_uring.store(use, std::memory_order_relaxed);
 }
 
 bool NowaitUsesUring() { return tl_ring.ready(); }

@@ -40,6 +40,11 @@ struct NowaitRead {
 // Reads every entry of `reads` as described above; sets each `result`.
 void ReadNowait(std::span<NowaitRead> reads);
 
+// Process-wide: false makes every thread read with preadv2 (the daemon's
+// --usrbio-inline-uring 0, to compare the two or to step around a kernel's
+// io_uring). Default true.
+void SetNowaitUring(bool use);
+
 // For tests: whether this thread's batches go through its io_uring (false:
 // not set up yet, or fell back to preadv2).
 bool NowaitUsesUring();

@@ -27,8 +27,7 @@ class NowaitReaderTest : public ::testing::Test {
     unlink(path);
     data_.resize(kSize);
     for (size_t i = 0; i < kSize; ++i) data_[i] = static_cast<char>(i * 13);
-    ASSERT_EQ(pwrite(fd_, data_.data(), kSize, 0),
-              static_cast<ssize_t>(kSize));
+    ASSERT_EQ(pwrite(fd_, data_.data(), kSize, 0), static_cast<ssize_t>(kSize));
   }
   void TearDown() override { close(fd_); }
 
@@ -47,8 +46,7 @@ class NowaitReaderTest : public ::testing::Test {
     ReadNowait(std::span<NowaitRead>(reads));
     for (size_t i = 0; i < kReads; ++i) {
       ASSERT_EQ(reads[i].result, 4096) << "read " << i;
-      ASSERT_EQ(memcmp(bufs[i].data(), data_.data() + reads[i].offset, 4096),
-                0)
+      ASSERT_EQ(memcmp(bufs[i].data(), data_.data() + reads[i].offset, 4096), 0)
           << "read " << i;
     }
     EXPECT_EQ(reads[kReads].result, 100);
@@ -93,6 +91,16 @@ TEST_F(NowaitReaderTest, FallbackGivesTheSameResults) {
   t.join();
 }
 
+TEST_F(NowaitReaderTest, SwitchedOffProcessWideThreadsUsePreadv2) {
+  SetNowaitUring(false);
+  std::thread t([this] {
+    ReadAndCheck();
+    EXPECT_FALSE(NowaitUsesUring());
+  });
+  t.join();
+  SetNowaitUring(true);
+}
+
 TEST_F(NowaitReaderTest, UncachedPagesAreNotWaitedFor) {
   // An empty batch is a no-op.
   ReadNowait({});
@@ -111,7 +119,8 @@ TEST_F(NowaitReaderTest, UncachedPagesAreNotWaitedFor) {
   std::string buf(4096, '\0');
   NowaitRead read{fd, buf.data(), 4096, 512 << 10, 0};
   ReadNowait({&read, 1});
-  EXPECT_TRUE(read.result == -EAGAIN || (read.result >= 0 && read.result <= 4096))
+  EXPECT_TRUE(read.result == -EAGAIN ||
+              (read.result >= 0 && read.result <= 4096))
       << read.result;
   if (read.result > 0) {
     EXPECT_EQ(memcmp(buf.data(), data.data(), read.result), 0);

@@ -290,7 +290,8 @@ int Ring::Start(RingWorkerPool* pool) {
   spin_ns_ = std::min(requested_spin_ns_, pool->max_spin_ns());
   max_batch_ = std::max(pool->max_batch(), 1u);
   inline_reads_ = pool->inline_reads();
-  help_pool_ = pool;
+  max_helpers_ = pool->max_helpers();
+  help_pool_ = max_helpers_ > 0 ? pool : nullptr;
   int ret = pool->Attach(shared_from_this());
   if (ret == 0) pool_ = pool;
   return ret;
@@ -427,7 +428,7 @@ bool Ring::Scratch::Reserve(uint32_t entries) {
 }
 
 uint32_t Ring::Take(uint32_t max, uint32_t min_avail, bool helper,
-                    Scratch* scratch) {
+                    Scratch* scratch, uint32_t* left) {
   // Sized for a whole ring at the first batch, so that only the batch
   // below allocates per call. Without it not a single entry can be
   // copied: they stay in the SQ for the next round.
@@ -454,6 +455,7 @@ uint32_t Ring::Take(uint32_t max, uint32_t min_avail, bool helper,
   // released as each batch retires (failures right after their posts).
   inflight_.fetch_add(count, std::memory_order_relaxed);
   if (helper) helpers_.fetch_add(1, std::memory_order_relaxed);
+  if (left != nullptr) *left = avail - count;
   return count;
 }
 
@@ -470,9 +472,11 @@ void Ring::TakeAndDispatch(uint32_t max) {
 bool Ring::Help(EventfdWriteWatch* watch) {
   thread_local Scratch scratch;
   const uint64_t take_start = stats_ != nullptr ? StageNowNs() : 0;
-  const uint32_t count =
-      Take(max_batch_, std::max(io_depth_, 1u), true, &scratch);
+  const uint32_t min_avail = std::max(io_depth_, 1u);
+  uint32_t left = 0;
+  const uint32_t count = Take(max_batch_, min_avail, true, &scratch, &left);
   if (count == 0) return false;
+  MaybeWantHelp(left);
   if (stats_ != nullptr) {
     stats_->stages().Add(RingStageStats::kTakeNs, StageNowNs() - take_start);
     stats_->stages().Add(RingStageStats::kHelped, count);
@@ -485,13 +489,12 @@ bool Ring::Help(EventfdWriteWatch* watch) {
 
 void Ring::MaybeWantHelp(uint32_t left) {
   if (help_pool_ == nullptr || left < std::max(max_batch_ / 2, 1u)) return;
-  if (help_wanted_.load(std::memory_order_relaxed) ||
-      help_wanted_.exchange(true, std::memory_order_acq_rel)) {
-    return;
-  }
-  if (!help_pool_->WantHelp(weak_from_this())) {
-    help_wanted_.store(false, std::memory_order_relaxed);
-  }
+  uint32_t asked = helpers_asked_.load(std::memory_order_relaxed);
+  do {
+    if (asked >= max_helpers_) return;
+  } while (!helpers_asked_.compare_exchange_weak(asked, asked + 1,
+                                                 std::memory_order_acq_rel));
+  if (!help_pool_->WantHelp(weak_from_this())) HelpDone();
 }
 
 void Ring::Dispatch(Scratch* scratch, uint32_t count) {

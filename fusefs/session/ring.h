@@ -98,8 +98,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // (io_depth, or 1) waits, dispatches it and notifies. False: nothing was
   // taken (the helper stops helping; HelpDone).
   bool Help(EventfdWriteWatch* watch);
-  // The helper gave up: the owner may ask for help again.
-  void HelpDone() { help_wanted_.store(false, std::memory_order_release); }
+  // A helper gave up: another may be asked for.
+  void HelpDone() { helpers_asked_.fetch_sub(1, std::memory_order_acq_rel); }
   // What the worker watches: the client's submit eventfd (edge-triggered,
   // never read) and our own wake eventfd.
   int submit_efd() const { return submit_efd_; }
@@ -143,14 +143,15 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // which it reserves in inflight_) into `scratch`, if at least `min_avail`
   // wait and the ring is not stopped. `helper`: counted in helpers_ until
   // the caller's EndHelp. Returns how many.
-  uint32_t Take(uint32_t max, uint32_t min_avail, bool helper,
-                Scratch* scratch);
+  uint32_t Take(uint32_t max, uint32_t min_avail, bool helper, Scratch* scratch,
+                uint32_t* left = nullptr);
   // Validates and submits the `count` entries Take put in `scratch`.
   void Dispatch(Scratch* scratch, uint32_t count);
   // Takes at most `max` entries: Take, then Dispatch.
   void TakeAndDispatch(uint32_t max);
-  // After a turn that left `left` entries waiting: asks the pool for a
-  // helper if that is a batch's worth and none helps yet.
+  // Before a turn that leaves `left` entries waiting: asks the pool for a
+  // helper if that is half a batch's worth or more and fewer than
+  // max_helpers help. Called by the owner and by helpers.
   void MaybeWantHelp(uint32_t left);
   // Writes the client's completion eventfd if completions were posted since
   // the last call and a client thread waits (or polls the fd).
@@ -182,6 +183,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   uint32_t max_batch_ = 1;               // set by Start: entries per turn
   bool inline_reads_ = true;             // set by Start
   RingWorkerPool* help_pool_ = nullptr;  // set by Start: asked for helpers
+  uint32_t max_helpers_ = 0;             // set by Start
   const std::shared_ptr<Registry> registry_;
   backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null
@@ -195,8 +197,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   bool stopped_ ABSL_GUARDED_BY(take_mu_) = false;
   // Helpers between a take and the end of its dispatch; Stop waits for 0.
   std::atomic<uint32_t> helpers_{0};
-  // A helper was asked for and has not given up yet.
-  std::atomic<bool> help_wanted_{false};
+  // Helpers asked for that have not given up yet (at most max_helpers_).
+  std::atomic<uint32_t> helpers_asked_{0};
   uint64_t batch_start_ns_ = 0;    // worker only: oldest waiting entry
   uint64_t last_dispatch_ns_ = 0;  // worker only: spinning ends after
   // The client made a write of its completion eventfd block; it is never

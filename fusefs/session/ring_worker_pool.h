@@ -68,6 +68,9 @@ struct RingWorkerPoolOptions {
   // hands every entry to the backend's engine, as before issue 17 (kept to
   // measure the two side by side: docs/usrbio.md, "Where the time goes").
   bool inline_reads = true;
+  // The most idle workers helping one busy ring at once (Ring::Help); 0:
+  // each ring is served by its own worker alone.
+  uint32_t max_helpers = 3;
   // The most microseconds a worker polls a ring after serving its entries
   // before it sleeps; a client's spin_us asks for up to this.
   uint32_t max_spin_us = 50;
@@ -101,6 +104,7 @@ class RingWorkerPool {
   uint64_t max_spin_ns() const { return uint64_t{options_.max_spin_us} * 1000; }
   uint32_t max_batch() const { return options_.max_batch; }
   bool inline_reads() const { return options_.inline_reads; }
+  uint32_t max_helpers() const { return options_.max_helpers; }
   size_t workers() const { return workers_.size(); }
 
  private:
