@@ -282,7 +282,9 @@ static void StartSessions(const DaemonOptions& options,
   session_options.rings.inline_reads = options.usrbio_inline_reads;
   backend::SetNowaitUring(options.usrbio_inline_uring);
   session_options.rings.max_helpers =
-      static_cast<uint32_t>(options.usrbio_helpers);
+      options.usrbio_helpers >= 0
+          ? static_cast<uint32_t>(options.usrbio_helpers)
+          : (std::thread::hardware_concurrency() >= 8 ? 3u : 0u);
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;

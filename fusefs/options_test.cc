@@ -24,6 +24,9 @@ TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
   EXPECT_TRUE(options->keep_cache);
   EXPECT_EQ(options->max_io, 1u << 20);
   EXPECT_EQ(options->backend, "local");
+  // usrbio helpers and batched inline reads: by the machine, and on.
+  EXPECT_EQ(options->usrbio_helpers, -1);
+  EXPECT_TRUE(options->usrbio_inline_uring);
 }
 
 TEST(OptionsTest, BackendIsChosenByName) {
