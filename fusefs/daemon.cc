@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "backend/backend_factory.h"
+#include "backend/local/nowait_reader.h"
 #include "common/errno_status.h"
 #include "common/gpu/gpu_subset.h"
 #include "common/gpu/gpu_sysfs.h"
@@ -280,6 +281,11 @@ static void StartSessions(const DaemonOptions& options,
   session_options.rings.max_batch =
       static_cast<uint32_t>(options.usrbio_max_batch);
   session_options.rings.inline_reads = options.usrbio_inline_reads;
+  backend::SetNowaitUring(options.usrbio_inline_uring);
+  session_options.rings.max_helpers =
+      options.usrbio_helpers >= 0
+          ? static_cast<uint32_t>(options.usrbio_helpers)
+          : (std::thread::hardware_concurrency() >= 8 ? 3u : 0u);
   session_options.context.backend = backend;
   session_options.context.invalidator = invalidator;
   session_options.context.io_stats = io_stats;

@@ -67,6 +67,12 @@ const char* MountUsage() {
          "a ring after serving it, whatever the client asks (default 50)\n"
          "  --usrbio-max-batch N     most entries a ring worker takes from "
          "one ring per turn (default 16)\n"
+         "  --usrbio-helpers N       most idle ring workers helping one busy "
+         "ring at once (default 3 with 8 or more CPUs, else 0; 0: each ring "
+         "only by its own worker)\n"
+         "  --usrbio-inline-uring 0|1  a ring worker's cached reads go to "
+         "the kernel in one io_uring_enter per turn (default 1; 0: one "
+         "preadv2 each)\n"
          "  --usrbio-inline-reads 0|1  ring workers copy cached reads "
          "themselves (default 1; 0: every entry goes to the io_uring "
          "workers)\n"
@@ -300,7 +306,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
                arg == "--io-workers" || arg == "--io-spin-us" ||
                arg == "--threads" || arg == "--usrbio-ring-workers" ||
                arg == "--usrbio-max-spin-us" || arg == "--usrbio-max-batch" ||
-               arg == "--usrbio-inline-reads") {
+               arg == "--usrbio-inline-reads" || arg == "--usrbio-helpers" ||
+               arg == "--usrbio-inline-uring") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -326,6 +333,12 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else if (arg == "--usrbio-max-batch") {
         if (n < 1 || n > 65536) return BadValue(arg, v);
         options.usrbio_max_batch = n;
+      } else if (arg == "--usrbio-helpers") {
+        if (n > 64) return BadValue(arg, v);
+        options.usrbio_helpers = n;
+      } else if (arg == "--usrbio-inline-uring") {
+        if (n > 1) return BadValue(arg, v);
+        options.usrbio_inline_uring = n == 1;
       } else if (arg == "--usrbio-inline-reads") {
         if (n > 1) return BadValue(arg, v);
         options.usrbio_inline_reads = n == 1;

@@ -107,6 +107,14 @@ struct DaemonOptions {
   int usrbio_max_spin_us = 50;
   // Most entries a ring worker takes from one ring per turn.
   int usrbio_max_batch = 16;
+  // Most idle ring workers helping one busy ring at once (Ring::Help); 0:
+  // a ring is served by its own worker alone; -1: 3 with 8 or more CPUs,
+  // else 0 (on a small machine a helper takes the CPU its clients need:
+  // docs/usrbio.md).
+  int usrbio_helpers = -1;
+  // Ring workers' cached reads go to the kernel in one io_uring_enter per
+  // turn (backend/local/nowait_reader.h); false: one preadv2 each.
+  bool usrbio_inline_uring = true;
   // Ring workers copy cached reads themselves (ring.h); false: every entry
   // goes to the io_uring workers.
   bool usrbio_inline_reads = true;

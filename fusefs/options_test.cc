@@ -24,6 +24,9 @@ TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
   EXPECT_TRUE(options->keep_cache);
   EXPECT_EQ(options->max_io, 1u << 20);
   EXPECT_EQ(options->backend, "local");
+  // usrbio helpers and batched inline reads: by the machine, and on.
+  EXPECT_EQ(options->usrbio_helpers, -1);
+  EXPECT_TRUE(options->usrbio_inline_uring);
 }
 
 TEST(OptionsTest, BackendIsChosenByName) {
@@ -133,6 +136,10 @@ TEST(OptionsTest, AllFlags) {
                         "8",
                         "--usrbio-inline-reads",
                         "0",
+                        "--usrbio-helpers",
+                        "0",
+                        "--usrbio-inline-uring",
+                        "0",
                         "--gpus",
                         "0,0000:3b:00.0",
                         "-o",
@@ -155,6 +162,8 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_EQ(options->usrbio_max_spin_us, 0);
   EXPECT_EQ(options->usrbio_max_batch, 8);
   EXPECT_FALSE(options->usrbio_inline_reads);
+  EXPECT_EQ(options->usrbio_helpers, 0);
+  EXPECT_FALSE(options->usrbio_inline_uring);
   EXPECT_EQ(options->gpus, "0,0000:3b:00.0");
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
@@ -250,6 +259,8 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--usrbio-max-spin-us", "1000001", "/m"}, "--usrbio-max-spin-us"},
       {{"--usrbio-max-batch", "0", "/m"}, "--usrbio-max-batch"},
       {{"--usrbio-inline-reads", "2", "/m"}, "--usrbio-inline-reads"},
+      {{"--usrbio-helpers", "65", "/m"}, "--usrbio-helpers"},
+      {{"--usrbio-inline-uring", "2", "/m"}, "--usrbio-inline-uring"},
       {{"--gpus", "0,,1", "/m"}, "--gpus: GPU list \"0,,1\" has an empty"},
       {{"--gpus", "gpu0", "/m"}, "\"gpu0\" is neither an index"},
       {{"/m", "--gpus"}, "--gpus needs a value"},

@@ -1,7 +1,8 @@
 // LocalBackend: the data path. Each request's descriptor and path come from
 // ChooseIo (io_policy.h); the bytes move through the io_uring engine, or in
 // the calling thread for RunIo and for cached reads that ask for it
-// (kIoInlineIfCached).
+// (kIoInlineIfCached: a batch's such reads in one io_uring_enter on the
+// thread's own ring, nowait_reader.h).
 #include <sys/uio.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include "backend/local/kill_privileges.h"
 #include "backend/local/local_backend.h"
 #include "backend/local/local_file.h"
+#include "backend/local/nowait_reader.h"
 #include "common/io/inline_engine.h"
 #include "common/io/io_engine.h"
 #include "common/page_cache.h"
@@ -65,20 +67,17 @@ bool InlineCandidate(const FileIoRequest& request, const IoChoice& choice) {
          !request.file->nowait_refused.load(std::memory_order_relaxed);
 }
 
-// Reads the whole request from the page cache without waiting for the disk
-// (RWF_NOWAIT): true when every byte came. Anything else (pages missing or
-// locked for I/O: EAGAIN; a short read, which may be end of file; an
-// error) leaves the request to the engine, which reads it again from its
-// start and reports what pread would. A file system that refuses
-// RWF_NOWAIT (EOPNOTSUPP) is not asked again for this file.
-bool ReadCachedInline(const FileIoRequest& request, int fd) {
-  iovec iov = {request.buf, static_cast<size_t>(request.len)};
-  const ssize_t n =
-      preadv2(fd, &iov, 1, static_cast<off_t>(request.offset), RWF_NOWAIT);
-  if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+// Whether a read ReadNowait (nowait_reader.h) answered with `result` is
+// done: every byte came. Anything else (pages missing or locked for I/O:
+// EAGAIN; a short read, which may be end of file; an error) leaves the
+// request to the engine, which reads it again from its start and reports
+// what pread would. A file system that refuses RWF_NOWAIT (EOPNOTSUPP) is
+// not asked again for this file.
+bool ReadWhole(const FileIoRequest& request, int64_t result) {
+  if (result == -EOPNOTSUPP || result == -EINVAL) {
     request.file->nowait_refused.store(true, std::memory_order_relaxed);
   }
-  return n >= 0 && static_cast<uint64_t>(n) == request.len;
+  return result >= 0 && static_cast<uint64_t>(result) == request.len;
 }
 
 }  // namespace
@@ -88,20 +87,45 @@ void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
   // inside Submit and may submit again.
   absl::InlinedVector<io::IoRequest, 8> requests;
   absl::InlinedVector<std::pair<FileIoCompletion*, int>, 4> refused;
+  absl::InlinedVector<IoChoice, 16> choices;
+  // The batch's cached-read candidates, read together (one io_uring_enter
+  // for all of them: nowait_reader.h), and for each the index of its
+  // request.
+  absl::InlinedVector<NowaitRead, 16> reads;
+  absl::InlinedVector<uint32_t, 16> read_of;
   // Reserved before any request starts: an allocation failure after an
   // inline completion would break SubmitIo's contract (backend.h).
   requests.reserve(batch.size());
   refused.reserve(batch.size());
-  PrivilegeKiller killer;
+  choices.reserve(batch.size());
+  reads.reserve(batch.size());
+  read_of.reserve(batch.size());
   for (const FileIoRequest& request : batch) {
     IoChoice choice = Choose(request);
     request.completion->set_path(choice.path);
-    if (choice.error == 0 && InlineCandidate(request, choice) &&
-        ReadCachedInline(request, choice.fd)) {
-      // Done on this thread: no hand-off, no engine wakeup. May delete the
-      // completion (the caller's batch), never `batch` itself.
-      request.completion->Complete(static_cast<int64_t>(request.len));
-      continue;
+    if (choice.error == 0 && InlineCandidate(request, choice)) {
+      read_of.push_back(static_cast<uint32_t>(choices.size()));
+      reads.push_back(NowaitRead{choice.fd, request.buf,
+                                 static_cast<uint32_t>(request.len),
+                                 request.offset, 0});
+    }
+    choices.push_back(choice);
+  }
+  if (!reads.empty()) ReadNowait(std::span<NowaitRead>(reads));
+  PrivilegeKiller killer;
+  size_t next_read = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const FileIoRequest& request = batch[i];
+    IoChoice& choice = choices[i];
+    if (next_read < read_of.size() && read_of[next_read] == i) {
+      const bool whole = ReadWhole(request, reads[next_read].result);
+      ++next_read;
+      if (whole) {
+        // Done on this thread: no hand-off, no engine wakeup. May delete
+        // the completion (the caller's batch), never `batch` itself.
+        request.completion->Complete(static_cast<int64_t>(request.len));
+        continue;
+      }
     }
     if (choice.error == 0) {
       if (int err = killer.Before(request); err != 0) {

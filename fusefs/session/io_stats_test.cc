@@ -90,9 +90,10 @@ TEST(IoStatsTest, RenderHasEveryRowInOrder) {
   };
   EXPECT_EQ(rows, want);
   const std::vector<std::string> want_stages = {
-      "ring.entries",   "ring.batches",   "ring.inline",        "ring.notifies",
-      "ring.wakeups",   "ring.take_ns",   "ring.submit_ns",     "ring.post_ns",
-      "ring.notify_ns", "ring.engine_ns", "ring.engine_samples"};
+      "ring.entries",   "ring.batches",        "ring.inline",
+      "ring.notifies",  "ring.wakeups",        "ring.take_ns",
+      "ring.submit_ns", "ring.post_ns",        "ring.notify_ns",
+      "ring.engine_ns", "ring.engine_samples", "ring.helped"};
   EXPECT_EQ(stage_names, want_stages);
 }
 

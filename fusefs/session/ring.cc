@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -278,7 +280,8 @@ Ring::Ring(std::shared_ptr<SharedMemory> memory, const fgds_ring_layout& layout,
       invalidator_(invalidator),
       stats_(stats) {
   // Start from wherever the client's indexes are (zero for a fresh ring).
-  sq_head_ = fgds_load_acquire(&header_->sq_head.value);
+  sq_head_.store(fgds_load_acquire(&header_->sq_head.value),
+                 std::memory_order_relaxed);
   fgds::SpinLockHolder lock(&cq_mu_);
   cq_tail_ = fgds_load_acquire(&header_->cq_tail.value);
 }
@@ -291,6 +294,8 @@ int Ring::Start(RingWorkerPool* pool) {
   spin_ns_ = std::min(requested_spin_ns_, pool->max_spin_ns());
   max_batch_ = std::max(pool->max_batch(), 1u);
   inline_reads_ = pool->inline_reads();
+  max_helpers_ = pool->max_helpers();
+  help_pool_ = max_helpers_ > 0 ? pool : nullptr;
   int ret = pool->Attach(shared_from_this());
   if (ret == 0) pool_ = pool;
   return ret;
@@ -298,8 +303,20 @@ int Ring::Start(RingWorkerPool* pool) {
 
 void Ring::Stop() {
   if (pool_ == nullptr) return;
+  {
+    // No helper takes anything from here on; those past a take finish
+    // their dispatch first.
+    fgds::SpinLockHolder lock(&take_mu_);
+    stopped_ = true;
+  }
   pool_->Detach(this);
   pool_ = nullptr;
+  // A helper's dispatch is as short as the owner's turn (it blocks at
+  // worst on a client's completion eventfd, until the watchdog undoes the
+  // write).
+  while (helpers_.load(std::memory_order_acquire) != 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 void Ring::Post(uint64_t userdata, uint32_t tag, int64_t result,
@@ -348,7 +365,7 @@ uint32_t Ring::Room() const {
 
 void Ring::DeliverNotify(EventfdWriteWatch* watch) {
   if (!notify_pending_.exchange(false, std::memory_order_seq_cst)) return;
-  if (notify_broken_) return;
+  if (notify_broken_.load(std::memory_order_relaxed)) return;
   // Pairs with the client's (set CQ_WAITING; fence; read cq_tail) in
   // fgds_ior_wait: either it sees the completions or we see its flag.
   fgds_full_fence();
@@ -358,7 +375,7 @@ void Ring::DeliverNotify(EventfdWriteWatch* watch) {
   }
   const uint64_t start = stats_ != nullptr ? StageNowNs() : 0;
   if (!watch->Signal(complete_efd_)) {
-    notify_broken_ = true;
+    notify_broken_.store(true, std::memory_order_relaxed);
     LogWarning(
         "usrbio ring: the client made its completion eventfd block; it is "
         "not signalled any more");
@@ -393,54 +410,118 @@ bool Ring::TrySleep(uint32_t seen_tail) {
   return false;
 }
 
-void Ring::FailAll(uint32_t count, int err) {
+void Ring::FailAll(const Scratch& scratch, uint32_t count, int err) {
   for (uint32_t i = 0; i < count; ++i) {
     if (stats_ != nullptr) stats_->RecordRejected();
-    Post(sqe_copies_[i].userdata, sqe_copies_[i].tag, err, FGDS_PATH_NONE);
+    Post(scratch.sqe_copies[i].userdata, scratch.sqe_copies[i].tag, err,
+         FGDS_PATH_NONE);
   }
+  Retire(count);
 }
 
-void Ring::Dispatch(uint32_t count) {
-  // Sized for a whole ring at the first batch, so that only the batch
-  // below allocates per call; a failure fails this batch's entries alone.
-  if (sqe_copies_.size() < sq_entries_) {
-    try {
-      sqe_copies_.resize(sq_entries_);
-      requests_.reserve(sq_entries_);
-      failed_.reserve(sq_entries_);
-    } catch (const std::bad_alloc&) {
-      // Not a single entry can be copied: leave them in the SQ and retry
-      // on the next round (Serve says kAgain).
-      return;
-    }
+bool Ring::Scratch::Reserve(uint32_t entries) {
+  if (sqe_copies.size() >= entries) return true;
+  try {
+    sqe_copies.resize(entries);
+    requests.reserve(entries);
+    failed.reserve(entries);
+  } catch (const std::bad_alloc&) {
+    return false;
   }
-  const uint64_t take_start = stats_ != nullptr ? StageNowNs() : 0;
+  return true;
+}
+
+uint32_t Ring::Take(uint32_t max, uint32_t min_avail, bool helper,
+                    Scratch* scratch, uint32_t* left) {
+  // Sized for a whole ring at the first batch, so that only the batch
+  // below allocates per call. Without it not a single entry can be
+  // copied: they stay in the SQ for the next round.
+  if (!scratch->Reserve(sq_entries_)) return 0;
+  fgds::SpinLockHolder lock(&take_mu_);
+  if (stopped_) return 0;
+  const uint32_t head = sq_head_.load(std::memory_order_relaxed);
+  const uint32_t tail = fgds_load_acquire(&header_->sq_tail.value);
+  // A tail more than a ring ahead is a broken client: take one ring's
+  // worth; the rest is garbage it wrote itself.
+  const uint32_t avail = std::min(tail - head, sq_entries_);
+  if (avail == 0 || avail < min_avail) return 0;
+  const uint32_t count = std::min({avail, Room(), max});
+  if (count == 0) return 0;
   for (uint32_t i = 0; i < count; ++i) {
     // The one read of each slot: validation and I/O use only this copy.
-    memcpy(&sqe_copies_[i], &sqes_[(sq_head_ + i) & (sq_entries_ - 1)],
+    memcpy(&scratch->sqe_copies[i], &sqes_[(head + i) & (sq_entries_ - 1)],
            sizeof(fgds_sqe));
   }
-  sq_head_ += count;
+  sq_head_.store(head + count, std::memory_order_relaxed);
   // Release: the copies above are done before the client may refill.
-  fgds_store_release(&header_->sq_head.value, sq_head_);
+  fgds_store_release(&header_->sq_head.value, head + count);
+  // Their CQ slots, reserved before the next taker computes Room();
+  // released as each batch retires (failures right after their posts).
+  inflight_.fetch_add(count, std::memory_order_relaxed);
+  if (helper) helpers_.fetch_add(1, std::memory_order_relaxed);
+  if (left != nullptr) *left = avail - count;
+  return count;
+}
 
+void Ring::TakeAndDispatch(uint32_t max) {
+  const uint64_t take_start = stats_ != nullptr ? StageNowNs() : 0;
+  const uint32_t count = Take(max, 1, false, &scratch_);
+  if (count == 0) return;
+  if (stats_ != nullptr) {
+    stats_->stages().Add(RingStageStats::kTakeNs, StageNowNs() - take_start);
+  }
+  Dispatch(&scratch_, count);
+}
+
+bool Ring::Help(EventfdWriteWatch* watch) {
+  thread_local Scratch scratch;
+  const uint64_t take_start = stats_ != nullptr ? StageNowNs() : 0;
+  const uint32_t min_avail = std::max(io_depth_, 1u);
+  uint32_t left = 0;
+  const uint32_t count = Take(max_batch_, min_avail, true, &scratch, &left);
+  if (count == 0) return false;
+  MaybeWantHelp(left);
+  if (stats_ != nullptr) {
+    stats_->stages().Add(RingStageStats::kTakeNs, StageNowNs() - take_start);
+    stats_->stages().Add(RingStageStats::kHelped, count);
+  }
+  Dispatch(&scratch, count);
+  helpers_.fetch_sub(1, std::memory_order_release);
+  DeliverNotify(watch);
+  return true;
+}
+
+void Ring::MaybeWantHelp(uint32_t left) {
+  if (help_pool_ == nullptr || left < std::max(max_batch_ / 2, 1u)) return;
+  uint32_t asked = helpers_asked_.load(std::memory_order_relaxed);
+  do {
+    if (asked >= max_helpers_) return;
+  } while (!helpers_asked_.compare_exchange_weak(asked, asked + 1,
+                                                 std::memory_order_acq_rel));
+  if (!help_pool_->WantHelp(weak_from_this())) HelpDone();
+}
+
+void Ring::Dispatch(Scratch* scratch, uint32_t count) {
+  const uint64_t check_start = stats_ != nullptr ? StageNowNs() : 0;
   RingBatch* batch = nullptr;
   try {
     batch = new RingBatch(shared_from_this(), count);
   } catch (const std::bad_alloc&) {
-    FailAll(count, -ENOMEM);
+    FailAll(*scratch, count, -ENOMEM);
     return;
   }
-  requests_.clear();
-  failed_.clear();
+  std::vector<backend::FileIoRequest>& requests = scratch->requests;
+  std::vector<Failed>& failed = scratch->failed;
+  requests.clear();
+  failed.clear();
   {
     fgds::ReaderMutexLock lock(&registry_->mu());
     for (uint32_t i = 0; i < count; ++i) {
-      const fgds_sqe& sqe = sqe_copies_[i];
+      const fgds_sqe& sqe = scratch->sqe_copies[i];
       CheckedIo io;
       int err = CheckSqe(sqe, *registry_, flags_, &io);
       if (err != 0) {
-        failed_.push_back({sqe.userdata, sqe.tag, err});
+        failed.push_back({sqe.userdata, sqe.tag, err});
         continue;
       }
       // One page cache with the mount's passthrough files: host writes
@@ -465,28 +546,27 @@ void Ring::Dispatch(uint32_t count) {
       const uint32_t flags = op == backend::FileOp::kRead && inline_reads_
                                  ? io.flags | backend::kIoInlineIfCached
                                  : io.flags;
-      requests_.push_back(backend::FileIoRequest{op, io.file, io.region, io.buf,
-                                                 io.len, io.offset, flags,
-                                                 batch->Add(sqe, io)});
+      requests.push_back(backend::FileIoRequest{op, io.file, io.region, io.buf,
+                                                io.len, io.offset, flags,
+                                                batch->Add(sqe, io)});
     }
   }
-  for (const Failed& f : failed_) {
+  for (const Failed& f : failed) {
     if (stats_ != nullptr) stats_->RecordRejected();
     Post(f.userdata, f.tag, f.err, FGDS_PATH_NONE);
   }
-  if (requests_.empty()) {
+  // Their reserved slots go once posted; the batch's go when it retires.
+  if (!failed.empty()) Retire(static_cast<uint32_t>(failed.size()));
+  if (requests.empty()) {
     delete batch;
     return;
   }
   batch->Arm();
-  // Counted before the backend can complete any of them.
-  inflight_.fetch_add(static_cast<uint32_t>(requests_.size()),
-                      std::memory_order_relaxed);
   // Writes start only once the mount holds no dirty page of their ranges
   // (cache_invalidator.h, step 1).
   batch->InvalidateWriteRanges();
   if (stats_ == nullptr) {
-    backend_->SubmitIo(requests_);
+    backend_->SubmitIo(requests);
     return;
   }
   RingStageStats& stages = stats_->stages();
@@ -496,14 +576,14 @@ void Ring::Dispatch(uint32_t count) {
   // completion, ours, is owed until we read it.
   batch->Hold();
   tl_dispatching = this;
-  backend_->SubmitIo(requests_);
+  backend_->SubmitIo(requests);
   tl_dispatching = nullptr;
   const uint64_t submit_end = StageNowNs();
   stages.Add(RingStageStats::kInline, batch->inline_);
   batch->Release();
   stages.Add(RingStageStats::kEntries, count);
   stages.Add(RingStageStats::kBatches, 1);
-  stages.Add(RingStageStats::kTakeNs, submit_start - take_start);
+  stages.Add(RingStageStats::kTakeNs, submit_start - check_start);
   stages.Add(RingStageStats::kSubmitNs, submit_end - submit_start);
 }
 
@@ -520,7 +600,8 @@ Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
     const uint32_t tail = fgds_load_acquire(&header_->sq_tail.value);
     // A tail more than a ring ahead is a broken client: take one ring's
     // worth; the rest is garbage it wrote itself.
-    const uint32_t avail = std::min(tail - sq_head_, sq_entries_);
+    const uint32_t avail =
+        std::min(tail - sq_head_.load(std::memory_order_relaxed), sq_entries_);
     if (avail > 0 && avail < io_depth_) {
       if (batch_start_ns_ == 0) batch_start_ns_ = now_ns;
       // The deadline: a partial batch waits at most timeout_ns_.
@@ -560,7 +641,12 @@ Ring::Turn Ring::Serve(EventfdWriteWatch* watch, uint64_t now_ns) {
     // Dispatch, and a waiting client hears of the first ones (just below)
     // while the worker copies the rest of its queue on the next turn, so
     // client and worker overlap instead of taking turns.
-    Dispatch(std::min(take, max_batch_));
+    const uint32_t batch = std::min(take, max_batch_);
+    // More than a turn's worth waits: an idle worker may take some while
+    // this one copies its batch (asked first, so that its wakeup overlaps
+    // the copy).
+    MaybeWantHelp(avail - batch);
+    TakeAndDispatch(batch);
     // Inline completions are posted already: the client need not wait for
     // the worker's next round to hear of them.
     DeliverNotify(watch);

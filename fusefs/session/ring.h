@@ -23,12 +23,20 @@
 // made block (client_eventfd.h). Spinning after a batch is bounded by the
 // daemon (RingWorkerPoolOptions::max_spin_us), whatever the client asks.
 //
+// Helpers: a ring with more entries waiting than its worker takes in one
+// turn asks the pool for help (RingWorkerPool::WantHelp); an idle worker
+// then takes whole batches from it too (Help), so one busy client is served
+// by several CPUs. Taking is under take_mu_ (the SQ head and the CQ room
+// reserved for what is taken); validation, the copy and the posts run
+// outside it, on each taker's own scratch space. The owner alone keeps the
+// NEED_WAKEUP handshake, batching deadlines and spinning.
+//
 // Lifetime: each batch of I/O in flight holds a shared_ptr to the Ring (and
 // to the iovs and files it uses), so Stop() returns at once and the mapping
 // and descriptors go away when the last completion is posted.
 //
 // Thread safety: Start/Stop from the owning session's thread; Serve on the
-// worker alone; Post and Retire from any thread.
+// worker alone; Help on any worker; Post and Retire from any thread.
 #ifndef FGDS_FUSEFS_SESSION_RING_H_
 #define FGDS_FUSEFS_SESSION_RING_H_
 
@@ -69,7 +77,8 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // Hands the ring to a worker of `pool`, which serves it until Stop.
   // Returns 0, or -errno (the ring is then not served; destroy it).
   int Start(RingWorkerPool* pool);
-  // Returns once no worker serves the ring. I/O in flight completes later.
+  // Returns once no worker serves the ring (nor helps it). I/O in flight
+  // completes later.
   void Stop();
 
   // What one turn of the worker (Serve) leaves the ring wanting.
@@ -85,6 +94,12 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // most one batch; never blocks but on a client's completion eventfd,
   // under `watch`. `now_ns` is MonotonicNs() of the worker's round.
   Turn Serve(EventfdWriteWatch* watch, uint64_t now_ns);
+  // A helping worker's turn: takes one batch if at least a batch's worth
+  // (io_depth, or 1) waits, dispatches it and notifies. False: nothing was
+  // taken (the helper stops helping; HelpDone).
+  bool Help(EventfdWriteWatch* watch);
+  // A helper gave up: another may be asked for.
+  void HelpDone() { helpers_asked_.fetch_sub(1, std::memory_order_acq_rel); }
   // What the worker watches: the client's submit eventfd (edge-triggered,
   // never read) and our own wake eventfd.
   int submit_efd() const { return submit_efd_; }
@@ -110,8 +125,34 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
   // CQ slots neither unreaped nor promised to I/O in flight.
   uint32_t Room() const;
-  // Takes `count` entries: copy, validate, submit.
-  void Dispatch(uint32_t count);
+  // A taker's scratch space, kept between calls: the owner's is the
+  // ring's, a helper's its thread's.
+  struct Failed {
+    uint64_t userdata;
+    uint32_t tag;
+    int err;
+  };
+  struct Scratch {
+    // Sized for `entries` at the first use; false: out of memory.
+    bool Reserve(uint32_t entries);
+    std::vector<fgds_sqe> sqe_copies;
+    std::vector<backend::FileIoRequest> requests;
+    std::vector<Failed> failed;
+  };
+  // Takes at most `max` entries (and no more than the CQ has room for,
+  // which it reserves in inflight_) into `scratch`, if at least `min_avail`
+  // wait and the ring is not stopped. `helper`: counted in helpers_ until
+  // the caller's EndHelp. Returns how many.
+  uint32_t Take(uint32_t max, uint32_t min_avail, bool helper, Scratch* scratch,
+                uint32_t* left = nullptr);
+  // Validates and submits the `count` entries Take put in `scratch`.
+  void Dispatch(Scratch* scratch, uint32_t count);
+  // Takes at most `max` entries: Take, then Dispatch.
+  void TakeAndDispatch(uint32_t max);
+  // Before a turn that leaves `left` entries waiting: asks the pool for a
+  // helper if that is half a batch's worth or more and fewer than
+  // max_helpers help. Called by the owner and by helpers.
+  void MaybeWantHelp(uint32_t left);
   // Writes the client's completion eventfd if completions were posted since
   // the last call and a client thread waits (or polls the fd).
   void DeliverNotify(EventfdWriteWatch* watch);
@@ -123,7 +164,7 @@ class Ring : public std::enable_shared_from_this<Ring> {
   // Whether anything arrived that Serve must act on.
   bool Woken(uint32_t seen_tail) const;
   // Completes `count` entries taken from the SQ with `err`.
-  void FailAll(uint32_t count, int err);
+  void FailAll(const Scratch& scratch, uint32_t count, int err);
 
   const std::shared_ptr<SharedMemory> memory_;
   fgds_ring_header* const header_;
@@ -137,31 +178,33 @@ class Ring : public std::enable_shared_from_this<Ring> {
   const uint32_t flags_;
   const uint32_t io_depth_;
   const uint64_t timeout_ns_;
-  const uint64_t requested_spin_ns_;  // the client's; capped at Start
-  uint64_t spin_ns_ = 0;              // set by Start, before any Serve
-  uint32_t max_batch_ = 1;            // set by Start: entries per turn
-  bool inline_reads_ = true;          // set by Start
+  const uint64_t requested_spin_ns_;     // the client's; capped at Start
+  uint64_t spin_ns_ = 0;                 // set by Start, before any Serve
+  uint32_t max_batch_ = 1;               // set by Start: entries per turn
+  bool inline_reads_ = true;             // set by Start
+  RingWorkerPool* help_pool_ = nullptr;  // set by Start: asked for helpers
+  uint32_t max_helpers_ = 0;             // set by Start
   const std::shared_ptr<Registry> registry_;
   backend::Backend* const backend_;
   CacheInvalidator* const invalidator_;  // may be null
   IoStats* const stats_;                 // may be null
 
   RingWorkerPool* pool_ = nullptr;  // while started
-  uint32_t sq_head_ = 0;            // worker only
-  uint64_t batch_start_ns_ = 0;     // worker only: oldest waiting entry
-  uint64_t last_dispatch_ns_ = 0;   // worker only: spinning ends after
-  // Worker only: the client made a write of its completion eventfd block;
-  // it is never written again.
-  bool notify_broken_ = false;
-  // Dispatch's scratch space, kept between calls (worker only).
-  struct Failed {
-    uint64_t userdata;
-    uint32_t tag;
-    int err;
-  };
-  std::vector<fgds_sqe> sqe_copies_;
-  std::vector<backend::FileIoRequest> requests_;
-  std::vector<Failed> failed_;
+  // Changed under take_mu_ only; the owner reads it without (a stale value
+  // only makes it try a take that finds less).
+  std::atomic<uint32_t> sq_head_{0};
+  fgds::SpinLock take_mu_;
+  bool stopped_ ABSL_GUARDED_BY(take_mu_) = false;
+  // Helpers between a take and the end of its dispatch; Stop waits for 0.
+  std::atomic<uint32_t> helpers_{0};
+  // Helpers asked for that have not given up yet (at most max_helpers_).
+  std::atomic<uint32_t> helpers_asked_{0};
+  uint64_t batch_start_ns_ = 0;    // worker only: oldest waiting entry
+  uint64_t last_dispatch_ns_ = 0;  // worker only: spinning ends after
+  // The client made a write of its completion eventfd block; it is never
+  // written again.
+  std::atomic<bool> notify_broken_{false};
+  Scratch scratch_;       // the owner's
   fgds::SpinLock cq_mu_;  // orders posts from many engine threads
   uint32_t cq_tail_ ABSL_GUARDED_BY(cq_mu_) = 0;
   std::atomic<uint32_t> inflight_{0};

@@ -8,9 +8,9 @@ namespace fgds::session {
 namespace {
 
 constexpr const char* kNames[RingStageStats::kCount] = {
-    "entries",   "batches",   "inline",        "notifies",
-    "wakeups",   "take_ns",   "submit_ns",     "post_ns",
-    "notify_ns", "engine_ns", "engine_samples"};
+    "entries",   "batches",   "inline",         "notifies",
+    "wakeups",   "take_ns",   "submit_ns",      "post_ns",
+    "notify_ns", "engine_ns", "engine_samples", "helped"};
 
 }  // namespace
 

@@ -19,7 +19,8 @@
 //                engine's wakeups (wall time, sampled like post_ns).
 // Counts: entries and batches dispatched, entries completed inline,
 // notifies (eventfd writes), wakeups (a sleeping ring served again after a
-// kick or a completion wake).
+// kick or a completion wake), helped (entries taken by a worker helping a
+// busy ring it does not own: Ring::Help).
 //
 // Cost: two clock reads per stage per batch on the worker, a few relaxed
 // adds per batch; per entry only a thread-local counter (the sampled
@@ -49,6 +50,7 @@ class RingStageStats {
     kNotifyNs,
     kEngineNs,
     kEngineSamples,
+    kHelped,
     kCount
   };
   // One post (and one engine latency) in this many is timed.

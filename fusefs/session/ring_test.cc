@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -838,6 +840,79 @@ TEST_F(RingTest, StageStatsCountEntriesBatchesAndInlineCompletions) {
   EXPECT_GT(stages.Get(RingStageStats::kSubmitNs), 0u);
   // Nothing went to an engine: no engine latency was sampled.
   EXPECT_EQ(stages.Get(RingStageStats::kEngineSamples), 0u);
+}
+
+// Issue 17: a ring with more waiting than one turn takes is served by an
+// idle worker too (Ring::Help), both dispatching from it at once; every
+// entry completes exactly once, and Stop returns only once no worker, the
+// helper included, is inside a dispatch of the ring.
+TEST_F(RingTest, AnIdleWorkerHelpsABusyRingAndStopWaitsForIt) {
+  RingWorkerPoolOptions pool_options;
+  pool_options.workers = 4;
+  pool_options.max_batch = 4;
+  StartPool(pool_options);
+  backend_.CompleteInline(4096, IoPath::kPageCache);
+  backend_.HoldSubmits(true);
+  Start(32, 1, 0);
+  std::vector<fgds_sqe> sqes;
+  for (uint64_t i = 0; i < 24; ++i) {
+    sqes.push_back(ReadSqe(kRw, 0, i * 4096, i * 4096, 4096, i));
+  }
+  client_->Submit(sqes);
+  // The owner and a helper, each held inside SubmitIo with a batch of this
+  // one ring: two threads dispatch from it at once.
+  ASSERT_TRUE(backend_.WaitForBlockedSubmit(2));
+  EXPECT_GE(stats_.stages().Get(RingStageStats::kHelped), 4u);
+  // Stop waits for both (a helper past its take included).
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    ring_->Stop();
+    stopped.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stopped.load()) << "Stop returned with dispatches running";
+  backend_.HoldSubmits(false);
+  stopper.join();
+  // Whatever was taken completed once; nothing is taken after Stop.
+  const size_t taken = backend_.requests().size();
+  EXPECT_GE(taken, 8u);
+  EXPECT_LE(taken, 24u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(backend_.requests().size(), taken);
+  EXPECT_EQ(client_->cq_tail(), taken);
+  const std::vector<fgds_cqe> cqes = client_->Reap();
+  ASSERT_EQ(cqes.size(), taken);
+  for (const auto& [userdata, cqe] : ByUserdata(cqes)) {
+    EXPECT_LT(userdata, 24u);
+    EXPECT_EQ(cqe.result, 4096);
+  }
+}
+
+// Many entries through one ring and a pool of helpers: each completes
+// exactly once with its own result, in whatever order.
+TEST_F(RingTest, HelpedRingsCompleteEveryEntryExactlyOnce) {
+  RingWorkerPoolOptions pool_options;
+  pool_options.workers = 4;
+  pool_options.max_batch = 2;
+  StartPool(pool_options);
+  backend_.CompleteInline(4096, IoPath::kPageCache);
+  Start(64, 1, 0);
+  uint64_t userdata = 0;
+  std::set<uint64_t> seen;
+  for (int round = 0; round < 50; ++round) {
+    std::vector<fgds_sqe> sqes;
+    for (int i = 0; i < 48; ++i) {
+      sqes.push_back(ReadSqe(kRw, 0, 0, 0, 4096, userdata++));
+    }
+    client_->Submit(sqes);
+    ASSERT_TRUE(client_->WaitForCqes(48)) << "round " << round;
+    for (const fgds_cqe& cqe : client_->Reap()) {
+      EXPECT_EQ(cqe.result, 4096);
+      EXPECT_TRUE(seen.insert(cqe.userdata).second) << cqe.userdata;
+    }
+  }
+  EXPECT_EQ(seen.size(), userdata);
+  EXPECT_EQ(stats_.stages().Get(RingStageStats::kEntries), userdata);
 }
 
 // Threads of this process (entries of /proc/self/task).

@@ -57,6 +57,8 @@ class RingWorkerPool::Worker {
   int Attach(std::shared_ptr<Ring> ring);
   void Detach(Ring* ring);
   void Stop();
+  // Claims this worker for helping `ring` if it is idle; false otherwise.
+  bool OfferHelp(std::weak_ptr<Ring>& ring);
 
   EventfdWriteWatch& watch() { return watch_; }
   size_t load() const { return load_.load(std::memory_order_relaxed); }
@@ -72,7 +74,8 @@ class RingWorkerPool::Worker {
   // Applies Attach/Detach requests. REQUIRES: mu_.
   void ApplyCommandsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Activate(Entry* entry);
-  // Serves every active ring once; rings that stay busy stay active.
+  // Serves every active ring once; rings that stay busy stay active. Then
+  // one batch of each ring it helps.
   void ServeRound();
   // epoll timeout: none while a ring is active, else the nearest deadline.
   timespec* Timeout(timespec* ts) const;
@@ -81,14 +84,18 @@ class RingWorkerPool::Worker {
   const int control_efd_;
   EventfdWriteWatch watch_;
   std::atomic<size_t> load_{0};
+  // Asleep in its wait with nothing to serve: OfferHelp may claim it.
+  std::atomic<bool> idle_{false};
 
   fgds::Mutex mu_;
   fgds::CondVar cv_;
   std::vector<std::shared_ptr<Ring>> to_attach_ ABSL_GUARDED_BY(mu_);
   std::vector<Ring*> to_detach_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::weak_ptr<Ring>> to_help_ ABSL_GUARDED_BY(mu_);
 
   // The thread's own.
+  std::vector<std::weak_ptr<Ring>> helping_;
   absl::flat_hash_map<Ring*, std::unique_ptr<Entry>> rings_;
   std::vector<Entry*> active_;
   std::vector<Entry*> timed_;
@@ -142,7 +149,24 @@ void RingWorkerPool::Worker::Stop() {
   thread.join();
 }
 
+bool RingWorkerPool::Worker::OfferHelp(std::weak_ptr<Ring>& ring) {
+  bool idle = true;
+  if (!idle_.compare_exchange_strong(idle, false, std::memory_order_acq_rel)) {
+    return false;
+  }
+  {
+    fgds::MutexLock lock(&mu_);
+    to_help_.push_back(std::move(ring));
+  }
+  SignalOwnEventfd(control_efd_);
+  return true;
+}
+
 void RingWorkerPool::Worker::ApplyCommandsLocked() {
+  for (std::weak_ptr<Ring>& ring : to_help_) {
+    helping_.push_back(std::move(ring));
+  }
+  to_help_.clear();
   for (std::shared_ptr<Ring>& ring : to_attach_) {
     Ring* key = ring.get();
     auto entry = std::make_unique<Entry>();
@@ -185,7 +209,7 @@ void RingWorkerPool::Worker::Activate(Entry* entry) {
 }
 
 timespec* RingWorkerPool::Worker::Timeout(timespec* ts) const {
-  if (!active_.empty()) {
+  if (!active_.empty() || !helping_.empty()) {
     *ts = {0, 0};
     return ts;
   }
@@ -248,6 +272,24 @@ void RingWorkerPool::Worker::ServeRound() {
     }
   }
   active_.swap(next_active_);
+  for (size_t i = 0; i < helping_.size();) {
+    std::shared_ptr<Ring> ring = helping_[i].lock();
+    bool more = false;
+    if (ring != nullptr) {
+      try {
+        more = ring->Help(&watch_);
+      } catch (const std::bad_alloc&) {
+        more = false;  // the owner serves it alone
+      }
+    }
+    if (more) {
+      ++i;
+      continue;
+    }
+    if (ring != nullptr) ring->HelpDone();
+    helping_[i] = std::move(helping_.back());
+    helping_.pop_back();
+  }
 }
 
 void RingWorkerPool::Worker::Run() {
@@ -257,7 +299,12 @@ void RingWorkerPool::Worker::Run() {
   epoll_event events[64];
   for (;;) {
     timespec ts;
-    int n = epoll_pwait2(epoll_fd_, events, 64, Timeout(&ts), nullptr);
+    timespec* timeout = Timeout(&ts);
+    // Idle only while it would sleep with nothing to serve: a claim
+    // (OfferHelp) clears the flag and wakes it.
+    if (timeout == nullptr) idle_.store(true, std::memory_order_release);
+    int n = epoll_pwait2(epoll_fd_, events, 64, timeout, nullptr);
+    idle_.store(false, std::memory_order_relaxed);
     if (n < 0) {
       if (errno != EINTR) {
         LogWarning("usrbio ring worker: epoll_pwait2: %s", strerror(errno));
@@ -365,6 +412,15 @@ void RingWorkerPool::Detach(Ring* ring) {
   worker->Detach(ring);
   fgds::MutexLock lock(&mu_);
   attached_.erase(ring);
+}
+
+bool RingWorkerPool::WantHelp(std::weak_ptr<Ring> ring) {
+  const size_t count = workers_.size();
+  const size_t start = next_helper_.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < count; ++i) {
+    if (workers_[(start + i) % count]->OfferHelp(ring)) return true;
+  }
+  return false;
 }
 
 void RingWorkerPool::WatchdogLoop() {

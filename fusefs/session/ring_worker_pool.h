@@ -16,6 +16,14 @@
 // (Ring::Serve), and sleeps in epoll_pwait2 until a kick, a wake or the
 // nearest batching deadline.
 //
+// Helping: a ring with more waiting than one turn takes asks for help
+// (WantHelp); a worker that has nothing to serve (asleep in its wait) is
+// claimed, woken through its control eventfd, and takes batches from that
+// ring (Ring::Help) on each of its rounds until the ring has no batch
+// waiting. So one client's queue is copied on several CPUs, with the thread
+// count still fixed; nothing is asked of a worker that is busy, and a ring
+// whose client sleeps asks nothing.
+//
 // Spinning is the daemon's: after serving entries, a ring whose client
 // asked for spin_us is polled for at most min(spin_us, max_spin_us), and a
 // wakeup that brings no entry starts no spin, so a client that sleeps (or
@@ -28,6 +36,7 @@
 #ifndef FGDS_FUSEFS_SESSION_RING_WORKER_POOL_H_
 #define FGDS_FUSEFS_SESSION_RING_WORKER_POOL_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,6 +68,9 @@ struct RingWorkerPoolOptions {
   // hands every entry to the backend's engine, as before issue 17 (kept to
   // measure the two side by side: docs/usrbio.md, "Where the time goes").
   bool inline_reads = true;
+  // The most idle workers helping one busy ring at once (Ring::Help); 0:
+  // each ring is served by its own worker alone.
+  uint32_t max_helpers = 3;
   // The most microseconds a worker polls a ring after serving its entries
   // before it sleeps; a client's spin_us asks for up to this.
   uint32_t max_spin_us = 50;
@@ -82,12 +94,17 @@ class RingWorkerPool {
   // ring's eventfds cannot be watched (ENOMEM, ENOSPC: max_user_watches).
   int Attach(std::shared_ptr<Ring> ring);
   // Returns once no worker touches `ring` any more (its I/O in flight may
-  // still post completions). No-op for a ring not attached.
+  // still post completions). No-op for a ring not attached. (Helpers are
+  // waited for by Ring::Stop.)
   void Detach(Ring* ring);
+  // Has an idle worker help `ring` (Ring::Help), if one is idle now.
+  // Returns whether one was found; called by the ring's own worker.
+  bool WantHelp(std::weak_ptr<Ring> ring);
 
   uint64_t max_spin_ns() const { return uint64_t{options_.max_spin_us} * 1000; }
   uint32_t max_batch() const { return options_.max_batch; }
   bool inline_reads() const { return options_.inline_reads; }
+  uint32_t max_helpers() const { return options_.max_helpers; }
   size_t workers() const { return workers_.size(); }
 
  private:
@@ -98,6 +115,8 @@ class RingWorkerPool {
 
   const RingWorkerPoolOptions options_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  // Where WantHelp starts looking: spreads helpers over the workers.
+  std::atomic<size_t> next_helper_{0};
   fgds::Mutex mu_;
   fgds::CondVar cv_;
   // Which worker serves each attached ring.

@@ -44,10 +44,10 @@ void FakeBackend::HoldSubmits(bool hold) {
   changed_.SignalAll();
 }
 
-bool FakeBackend::WaitForBlockedSubmit() {
+bool FakeBackend::WaitForBlockedSubmit(int at_least) {
   fgds::MutexLock lock(&mu_);
   const auto deadline = std::chrono::steady_clock::now() + kGuard;
-  while (blocked_ == 0) {
+  while (blocked_ < at_least) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     changed_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
   }

@@ -56,8 +56,9 @@ class FakeBackend final : public backend::Backend {
   // While held, SubmitIo records its batch and then blocks until
   // ReleaseSubmit (or HoldSubmits(false)).
   void HoldSubmits(bool hold);
-  // Waits until a SubmitIo call is blocked (held); false after kGuard.
-  bool WaitForBlockedSubmit();
+  // Waits until `at_least` SubmitIo calls are blocked (held) at once; false
+  // after kGuard.
+  bool WaitForBlockedSubmit(int at_least = 1);
   // Lets the SubmitIo calls held now return; later ones are held again
   // while HoldSubmits(true) lasts.
   void ReleaseSubmit();

@@ -81,7 +81,7 @@ def main():
           "entry, timed read phase)\n")
     head = ["side", "clients", "entries/batch", "inline", "take ns",
             "submit ns", "post ns", "notify ns", "notifies/100",
-            "wakeups/100", "engine latency us"]
+            "wakeups/100", "helped", "engine latency us"]
     print("| " + " | ".join(head) + " |")
     print("|" + " --- |" * len(head))
     for side in sides:
@@ -100,7 +100,8 @@ def main():
                   f"{100 * per('inline'):.0f}% | {per('take_ns'):.0f} | "
                   f"{per('submit_ns'):.0f} | {per('post_ns'):.0f} | "
                   f"{per('notify_ns'):.0f} | {100 * per('notifies'):.1f} | "
-                  f"{100 * per('wakeups'):.1f} | {lat} |")
+                  f"{100 * per('wakeups'):.1f} | "
+                  f"{100 * per('helped'):.0f}% | {lat} |")
 
     print("\n### Cold 4 KiB random and 1 MiB sequential\n")
     print("| case | side | mode | cache | GB/s | IOPS | ratio | baseline |"
