@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,7 +11,6 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
-#include "backend/remote/agent_auth.h"
 #include "backend/remote/frame_stream.h"
 #include "common/errno_status.h"
 #include "common/log.h"
@@ -18,8 +18,6 @@
 namespace fgds::remote {
 namespace {
 
-// The largest handshake payloads: a Hello (48 bytes) and an Auth (32).
-constexpr uint32_t kMaxHandshakePayload = 64;
 // A kRead carries no data: its fixed part and the path.
 constexpr uint32_t kMaxReadRequestPayload = 64 + kMaxPathBytes;
 
@@ -53,6 +51,32 @@ int ReceiveSmall(FrameStream& stream, const FrameHeader& header,
   }
   return stream.FinishPayload();
 }
+
+// The handshake's frames over a TCP connection.
+class StreamChannel : public HandshakeChannel {
+ public:
+  StreamChannel(FrameStream& stream, const std::string& peer)
+      : stream_(stream), peer_(peer) {}
+  int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
+              uint32_t max_payload, int timeout_ms) override {
+    int rc = stream_.ReceiveHeader(header, max_payload, timeout_ms);
+    return rc != 0 ? rc : ReceiveSmall(stream_, *header, payload, timeout_ms);
+  }
+  int Send(FrameType type, std::span<const uint8_t> payload,
+           int timeout_ms) override {
+    struct iovec part = {const_cast<uint8_t*>(payload.data()), payload.size()};
+    return stream_.Send(type, 0, {&part, payload.empty() ? 0u : 1u},
+                        timeout_ms);
+  }
+  void SendError(int err, const std::string& message) override {
+    remote::SendError(stream_, 0, err, message);
+  }
+  const std::string& peer() const override { return peer_; }
+
+ private:
+  FrameStream& stream_;
+  const std::string& peer_;
+};
 
 }  // namespace
 
@@ -88,7 +112,7 @@ AgentServer::AgentServer(AgentServerOptions options,
                          std::unique_ptr<AgentStore> store, int listen_fd,
                          int wake_fd)
     : options_(std::move(options)),
-      store_(std::move(store)),
+      service_(options_, std::move(store)),
       listen_fd_(listen_fd),
       wake_fd_(wake_fd),
       address_(LocalAddressOf(listen_fd)) {}
@@ -97,20 +121,6 @@ AgentServer::~AgentServer() {
   Stop();
   close(listen_fd_);
   close(wake_fd_);
-}
-
-AgentCounters AgentServer::counters() const {
-  AgentCounters c;
-  c.connections = counters_.connections.load();
-  c.refused_connections = counters_.refused_connections.load();
-  c.auth_failures = counters_.auth_failures.load();
-  c.protocol_errors = counters_.protocol_errors.load();
-  c.reads = counters_.reads.load();
-  c.writes = counters_.writes.load();
-  c.writes_deduplicated = counters_.writes_deduplicated.load();
-  c.bytes_read = counters_.bytes_read.load();
-  c.bytes_written = counters_.bytes_written.load();
-  return c;
 }
 
 void AgentServer::Stop() {
@@ -179,7 +189,7 @@ void AgentServer::Admit(int fd) {
     return;
   }
   if (connections_.size() >= options_.max_connections) {
-    counters_.refused_connections.fetch_add(1);
+    service_.CountRefusedConnection();
     FrameStream refused(fd);
     SendError(refused, 0, EAGAIN,
               absl::StrCat("agent: connection limit (",
@@ -205,74 +215,19 @@ void AgentServer::Serve(Connection* connection, int fd) {
     connection->stream = &stream;
     if (stopping_) stream.Shutdown();
   }
-  counters_.connections.fetch_add(1);
-  const uint64_t client_id = Handshake(stream, peer);
-  if (client_id != 0) {
+  service_.CountConnection();
+  StreamChannel channel(stream, peer);
+  const Handshaken handshaken =
+      service_.Handshake(channel, /*can_check_payloads=*/true);
+  if (handshaken.client_id != 0) {
+    stream.set_checked(handshaken.checked);
     std::vector<uint8_t> buffer;
-    while (ServeRequest(stream, client_id, buffer, peer)) {
+    while (ServeRequest(stream, handshaken.client_id, buffer, peer)) {
     }
   }
   MutexLock lock(&mu_);
   connection->stream = nullptr;
   connection->finished = true;
-}
-
-uint64_t AgentServer::Handshake(FrameStream& stream, const std::string& peer) {
-  const int timeout = options_.handshake_timeout_ms;
-  FrameHeader header;
-  std::vector<uint8_t> payload;
-  HelloBody hello;
-  int rc = stream.ReceiveHeader(&header, kMaxHandshakePayload, timeout);
-  if (rc == 0 && header.type != FrameType::kHello) rc = -EPROTO;
-  if (rc == 0) rc = ReceiveSmall(stream, header, &payload, timeout);
-  if (rc == 0) rc = DecodeHello(payload, &hello);
-  if (rc == 0 && hello.client_id == 0) rc = -EPROTO;
-  if (rc != 0) {
-    counters_.protocol_errors.fetch_add(1);
-    SendError(stream, 0, -rc, "agent: expected a hello");
-    return 0;
-  }
-  ChallengeBody challenge;
-  challenge.credits = options_.credits;
-  challenge.max_io = options_.max_io;
-  challenge.flags = hello.flags & kHelloWantChecked;
-  if (!MakeNonce(&challenge.agent_nonce).ok() ||
-      !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce,
-                    &challenge.agent_proof)
-           .ok()) {
-    SendError(stream, 0, ENOMEM, "agent: cannot make a challenge");
-    return 0;
-  }
-  payload.clear();
-  EncodeChallenge(challenge, &payload);
-  struct iovec part = {payload.data(), payload.size()};
-  if (stream.Send(FrameType::kChallenge, 0, {&part, 1}, timeout) != 0) return 0;
-
-  AuthBody auth;
-  rc = stream.ReceiveHeader(&header, kMaxHandshakePayload, timeout);
-  if (rc == 0 && header.type != FrameType::kAuth) rc = -EPROTO;
-  if (rc == 0) rc = ReceiveSmall(stream, header, &payload, timeout);
-  if (rc == 0) rc = DecodeAuth(payload, &auth);
-  if (rc != 0) {
-    counters_.protocol_errors.fetch_add(1);
-    SendError(stream, 0, -rc, "agent: expected the key's proof");
-    return 0;
-  }
-  Proof expected;
-  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce, &expected)
-           .ok() ||
-      !ProofMatches(expected, auth.client_proof)) {
-    counters_.auth_failures.fetch_add(1);
-    LogWarning("agent: %s did not prove the cluster key; disconnected",
-               peer.c_str());
-    SendError(stream, 0, EACCES, "agent: wrong cluster key");
-    return 0;
-  }
-  if (stream.Send(FrameType::kWelcome, 0, {}, timeout) != 0) return 0;
-  stream.set_checked(challenge.flags & kHelloWantChecked);
-  return hello.client_id;
 }
 
 bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
@@ -285,7 +240,7 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
   int rc = stream.ReceiveHeader(&header, kMaxPayloadBytes, -1);
   if (rc == -ECONNRESET) return false;  // the daemon closed, or Stop
   auto protocol_error = [&](int err, const std::string& what) {
-    counters_.protocol_errors.fetch_add(1);
+    service_.CountProtocolError();
     LogWarning("agent: %s: %s (%s); disconnected", peer.c_str(), what.c_str(),
                strerror(err));
     SendError(stream, header.request_id, err, absl::StrCat("agent: ", what));
@@ -309,11 +264,7 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
       return protocol_error(-r, "malformed read request");
     }
     if (buffer.size() < io.length) buffer.resize(options_.max_io);
-    const int64_t result =
-        store_->Read(io.path, io.offset, buffer.data(), io.length);
-    counters_.reads.fetch_add(1);
-    if (result > 0)
-      counters_.bytes_read.fetch_add(static_cast<uint64_t>(result));
+    const int64_t result = service_.Read(io, buffer.data());
     return SendReply(stream, header.request_id, result, buffer.data(),
                      result > 0 ? static_cast<size_t>(result) : 0,
                      timeout) == 0;
@@ -344,22 +295,8 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
         r != 0) {
       return protocol_error(-r, "malformed write request");
     }
-    bool repeated = false;
-    const int64_t result = write_log_.ApplyOnce(
-        client_id, io.seq,
-        [&] {
-          return store_->Write(io.path, io.offset, buffer.data() + data_offset,
-                               io.length);
-        },
-        &repeated);
-    if (repeated) {
-      counters_.writes_deduplicated.fetch_add(1);
-    } else {
-      counters_.writes.fetch_add(1);
-      if (result > 0) {
-        counters_.bytes_written.fetch_add(static_cast<uint64_t>(result));
-      }
-    }
+    const int64_t result =
+        service_.Write(client_id, io, buffer.data() + data_offset);
     return SendReply(stream, header.request_id, result, nullptr, 0, timeout) ==
            0;
   }

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "backend/remote/agent_auth.h"
 #include "backend/remote/rdma_connection.h"
 #include "common/errno_status.h"
 #include "common/log.h"
@@ -21,7 +20,6 @@
 namespace fgds::remote {
 namespace {
 
-constexpr uint32_t kMaxHandshakePayload = 64;
 // A request over RDMA: the IoBody's fixed part and the path, no data.
 constexpr uint32_t kMaxRequestPayload = 64 + kMaxPathBytes;
 
@@ -31,6 +29,27 @@ void SendError(RdmaConnection& conn, uint64_t request_id, int err,
   EncodeError({err, message}, &payload);
   conn.SendFrame(FrameType::kError, request_id, payload, 1000);
 }
+
+// The handshake's frames over an RDMA connection.
+class RdmaChannel : public HandshakeChannel {
+ public:
+  explicit RdmaChannel(RdmaConnection& conn) : conn_(conn) {}
+  int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
+              uint32_t max_payload, int timeout_ms) override {
+    return conn_.ReceiveFrame(header, payload, max_payload, timeout_ms);
+  }
+  int Send(FrameType type, std::span<const uint8_t> payload,
+           int timeout_ms) override {
+    return conn_.SendFrame(type, 0, payload, timeout_ms);
+  }
+  void SendError(int err, const std::string& message) override {
+    remote::SendError(conn_, 0, err, message);
+  }
+  const std::string& peer() const override { return conn_.peer(); }
+
+ private:
+  RdmaConnection& conn_;
+};
 
 // Rejects a connection request, telling why in the private data (the
 // daemon's connection manager reports it with the REJECTED event).
@@ -110,7 +129,7 @@ RdmaAgentServer::RdmaAgentServer(AgentServerOptions options,
                                  rdma_event_channel* channel,
                                  rdma_cm_id* listen_id, int wake_fd)
     : options_(std::move(options)),
-      store_(std::move(store)),
+      service_(options_, std::move(store)),
       channel_(channel),
       listen_id_(listen_id),
       wake_fd_(wake_fd) {
@@ -123,20 +142,6 @@ RdmaAgentServer::~RdmaAgentServer() {
   rdma_destroy_id(listen_id_);
   rdma_destroy_event_channel(channel_);
   close(wake_fd_);
-}
-
-AgentCounters RdmaAgentServer::counters() const {
-  AgentCounters c;
-  c.connections = counters_.connections.load();
-  c.refused_connections = counters_.refused_connections.load();
-  c.auth_failures = counters_.auth_failures.load();
-  c.protocol_errors = counters_.protocol_errors.load();
-  c.reads = counters_.reads.load();
-  c.writes = counters_.writes.load();
-  c.writes_deduplicated = counters_.writes_deduplicated.load();
-  c.bytes_read = counters_.bytes_read.load();
-  c.bytes_written = counters_.bytes_written.load();
-  return c;
 }
 
 void RdmaAgentServer::Stop() {
@@ -202,7 +207,7 @@ void RdmaAgentServer::Admit(rdma_cm_id* id, const rdma_conn_param& request) {
     return;
   }
   if (connections_.size() >= options_.max_connections) {
-    counters_.refused_connections.fetch_add(1);
+    service_.CountRefusedConnection();
     Reject(id, absl::StrCat("agent: connection limit (",
                             options_.max_connections, ") reached"));
     return;
@@ -219,7 +224,7 @@ void RdmaAgentServer::Admit(rdma_cm_id* id, const rdma_conn_param& request) {
 
 void RdmaAgentServer::Serve(Connection* connection, rdma_cm_id* id,
                             rdma_conn_param request) {
-  counters_.connections.fetch_add(1);
+  service_.CountConnection();
   auto accepted = RdmaConnection::Accept(id, request, options_.credits + 1,
                                          options_.handshake_timeout_ms);
   if (!accepted.ok()) {
@@ -233,71 +238,18 @@ void RdmaAgentServer::Serve(Connection* connection, rdma_cm_id* id,
       stopping = stopping_;
     }
     if (stopping) conn.Shutdown();
-    const uint64_t client_id = Handshake(conn);
-    if (client_id != 0) ServeRequests(conn, client_id);
+    // The data travels in no frame, so there is no payload CRC to grant
+    // (the RoCE/InfiniBand packet CRCs cover it on the wire).
+    RdmaChannel channel(conn);
+    const Handshaken handshaken =
+        service_.Handshake(channel, /*can_check_payloads=*/false);
+    if (handshaken.client_id != 0) ServeRequests(conn, handshaken.client_id);
     MutexLock lock(&mu_);
     connection->conn = nullptr;
   }
   accepted = absl::CancelledError();  // tear the connection down first
   MutexLock lock(&mu_);
   connection->finished = true;
-}
-
-uint64_t RdmaAgentServer::Handshake(RdmaConnection& conn) {
-  const int timeout = options_.handshake_timeout_ms;
-  FrameHeader header;
-  std::vector<uint8_t> payload;
-  HelloBody hello;
-  int rc = conn.ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
-  if (rc == 0 && header.type != FrameType::kHello) rc = -EPROTO;
-  if (rc == 0) rc = DecodeHello(payload, &hello);
-  if (rc == 0 && hello.client_id == 0) rc = -EPROTO;
-  if (rc != 0) {
-    counters_.protocol_errors.fetch_add(1);
-    SendError(conn, 0, -rc, "agent: expected a hello");
-    return 0;
-  }
-  ChallengeBody challenge;
-  challenge.credits = options_.credits;
-  challenge.max_io = options_.max_io;
-  // Over RDMA the data never travels in a frame, so there is no payload
-  // CRC to grant (the RoCE/InfiniBand packet CRCs cover it on the wire).
-  challenge.flags = 0;
-  if (!MakeNonce(&challenge.agent_nonce).ok() ||
-      !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce,
-                    &challenge.agent_proof)
-           .ok()) {
-    SendError(conn, 0, ENOMEM, "agent: cannot make a challenge");
-    return 0;
-  }
-  payload.clear();
-  EncodeChallenge(challenge, &payload);
-  if (conn.SendFrame(FrameType::kChallenge, 0, payload, timeout) != 0) {
-    return 0;
-  }
-  AuthBody auth;
-  rc = conn.ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
-  if (rc == 0 && header.type != FrameType::kAuth) rc = -EPROTO;
-  if (rc == 0) rc = DecodeAuth(payload, &auth);
-  if (rc != 0) {
-    counters_.protocol_errors.fetch_add(1);
-    SendError(conn, 0, -rc, "agent: expected the key's proof");
-    return 0;
-  }
-  Proof expected;
-  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce, &expected)
-           .ok() ||
-      !ProofMatches(expected, auth.client_proof)) {
-    counters_.auth_failures.fetch_add(1);
-    LogWarning("agent: %s did not prove the cluster key; disconnected",
-               conn.peer().c_str());
-    SendError(conn, 0, EACCES, "agent: wrong cluster key");
-    return 0;
-  }
-  if (conn.SendFrame(FrameType::kWelcome, 0, {}, timeout) != 0) return 0;
-  return hello.client_id;
 }
 
 void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
@@ -320,7 +272,7 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
     // Idle daemons may stay as long as they like; Stop wakes this.
     int rc = conn.ReceiveFrame(&header, &payload, kMaxRequestPayload, -1);
     auto protocol_error = [&](int err, const std::string& what) {
-      counters_.protocol_errors.fetch_add(1);
+      service_.CountProtocolError();
       LogWarning("agent: %s: %s (%s); disconnected", conn.peer().c_str(),
                  what.c_str(), strerror(err));
       SendError(conn, header.request_id, err, absl::StrCat("agent: ", what));
@@ -344,8 +296,7 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
     }
     int64_t result = 0;
     if (header.type == FrameType::kRead) {
-      result = store_->Read(io.path, io.offset, buffer.data(), io.length);
-      counters_.reads.fetch_add(1);
+      result = service_.Read(io, buffer.data());
       if (result > 0) {
         // A failure here (the daemon's key or range is wrong, or it is
         // gone) breaks the queue pair: nothing more can be said.
@@ -357,7 +308,6 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
                      conn.last_error().c_str());
           return;
         }
-        counters_.bytes_read.fetch_add(static_cast<uint64_t>(result));
       }
     } else {
       if (int r = conn.Read(**region, buffer.data(), io.length, io.remote_addr,
@@ -367,21 +317,7 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
                    conn.last_error().c_str());
         return;
       }
-      bool repeated = false;
-      result = write_log_.ApplyOnce(
-          client_id, io.seq,
-          [&] {
-            return store_->Write(io.path, io.offset, buffer.data(), io.length);
-          },
-          &repeated);
-      if (repeated) {
-        counters_.writes_deduplicated.fetch_add(1);
-      } else {
-        counters_.writes.fetch_add(1);
-        if (result > 0) {
-          counters_.bytes_written.fetch_add(static_cast<uint64_t>(result));
-        }
-      }
+      result = service_.Write(client_id, io, buffer.data());
     }
     reply.clear();
     EncodeReply({result}, &reply);

@@ -25,7 +25,6 @@
 
 #include <rdma/rdma_cma.h>
 
-#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -33,9 +32,8 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "backend/remote/agent/agent_server.h"
+#include "backend/remote/agent/agent_service.h"
 #include "backend/remote/agent/agent_store.h"
-#include "backend/remote/agent/write_log.h"
 #include "common/mutex.h"
 
 namespace fgds::remote {
@@ -53,8 +51,8 @@ class RdmaAgentServer {
   RdmaAgentServer& operator=(const RdmaAgentServer&) = delete;
 
   std::string address() const { return address_; }
-  const AgentStore& store() const { return *store_; }
-  AgentCounters counters() const;
+  const AgentStore& store() const { return service_.store(); }
+  AgentCounters counters() const { return service_.counters(); }
   void Stop();
 
  private:
@@ -70,29 +68,20 @@ class RdmaAgentServer {
   void AcceptLoop();
   void Admit(rdma_cm_id* id, const rdma_conn_param& request);
   void Serve(Connection* connection, rdma_cm_id* id, rdma_conn_param request);
-  uint64_t Handshake(RdmaConnection& conn);
   void ServeRequests(RdmaConnection& conn, uint64_t client_id);
   void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentServerOptions options_;
-  const std::unique_ptr<AgentStore> store_;
+  AgentService service_;
   rdma_event_channel* const channel_;
   rdma_cm_id* const listen_id_;
   const int wake_fd_;
   std::string address_;
-  WriteLog write_log_;
 
   Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
   std::thread accept_thread_;
-
-  struct AtomicCounters {
-    std::atomic<uint64_t> connections{0}, refused_connections{0},
-        auth_failures{0}, protocol_errors{0}, reads{0}, writes{0},
-        writes_deduplicated{0}, bytes_read{0}, bytes_written{0};
-  };
-  AtomicCounters counters_;
 };
 
 }  // namespace fgds::remote

@@ -1,0 +1,115 @@
+#include "backend/remote/agent/agent_service.h"
+
+#include <cerrno>
+#include <utility>
+
+#include "backend/remote/agent_auth.h"
+#include "common/log.h"
+
+namespace fgds::remote {
+namespace {
+
+// The largest handshake payloads: a Hello (48 bytes) and an Auth (32).
+constexpr uint32_t kMaxHandshakePayload = 64;
+
+}  // namespace
+
+AgentService::AgentService(const AgentServerOptions& options,
+                           std::unique_ptr<AgentStore> store)
+    : options_(options), store_(std::move(store)) {}
+
+AgentCounters AgentService::counters() const {
+  AgentCounters c;
+  c.connections = counters_.connections.load();
+  c.refused_connections = counters_.refused_connections.load();
+  c.auth_failures = counters_.auth_failures.load();
+  c.protocol_errors = counters_.protocol_errors.load();
+  c.reads = counters_.reads.load();
+  c.writes = counters_.writes.load();
+  c.writes_deduplicated = counters_.writes_deduplicated.load();
+  c.bytes_read = counters_.bytes_read.load();
+  c.bytes_written = counters_.bytes_written.load();
+  return c;
+}
+
+Handshaken AgentService::Handshake(HandshakeChannel& channel,
+                                   bool can_check_payloads) {
+  const int timeout = options_.handshake_timeout_ms;
+  FrameHeader header;
+  std::vector<uint8_t> payload;
+  HelloBody hello;
+  int rc = channel.Receive(&header, &payload, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kHello) rc = -EPROTO;
+  if (rc == 0) rc = DecodeHello(payload, &hello);
+  if (rc == 0 && hello.client_id == 0) rc = -EPROTO;
+  if (rc != 0) {
+    CountProtocolError();
+    channel.SendError(-rc, "agent: expected a hello");
+    return {};
+  }
+  ChallengeBody challenge;
+  challenge.credits = options_.credits;
+  challenge.max_io = options_.max_io;
+  challenge.flags = can_check_payloads ? hello.flags & kHelloWantChecked : 0;
+  if (!MakeNonce(&challenge.agent_nonce).ok() ||
+      !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce,
+                    &challenge.agent_proof)
+           .ok()) {
+    channel.SendError(ENOMEM, "agent: cannot make a challenge");
+    return {};
+  }
+  payload.clear();
+  EncodeChallenge(challenge, &payload);
+  if (channel.Send(FrameType::kChallenge, payload, timeout) != 0) return {};
+
+  AuthBody auth;
+  rc = channel.Receive(&header, &payload, kMaxHandshakePayload, timeout);
+  if (rc == 0 && header.type != FrameType::kAuth) rc = -EPROTO;
+  if (rc == 0) rc = DecodeAuth(payload, &auth);
+  if (rc != 0) {
+    CountProtocolError();
+    channel.SendError(-rc, "agent: expected the key's proof");
+    return {};
+  }
+  Proof expected;
+  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
+                    hello.client_nonce, challenge.agent_nonce, &expected)
+           .ok() ||
+      !ProofMatches(expected, auth.client_proof)) {
+    counters_.auth_failures.fetch_add(1);
+    LogWarning("agent: %s did not prove the cluster key; disconnected",
+               channel.peer().c_str());
+    channel.SendError(EACCES, "agent: wrong cluster key");
+    return {};
+  }
+  if (channel.Send(FrameType::kWelcome, {}, timeout) != 0) return {};
+  return {hello.client_id, (challenge.flags & kHelloWantChecked) != 0};
+}
+
+int64_t AgentService::Read(const IoBody& io, uint8_t* buffer) {
+  const int64_t result = store_->Read(io.path, io.offset, buffer, io.length);
+  counters_.reads.fetch_add(1);
+  if (result > 0) counters_.bytes_read.fetch_add(static_cast<uint64_t>(result));
+  return result;
+}
+
+int64_t AgentService::Write(uint64_t client_id, const IoBody& io,
+                            const uint8_t* data) {
+  bool repeated = false;
+  const int64_t result = write_log_.ApplyOnce(
+      client_id, io.seq,
+      [&] { return store_->Write(io.path, io.offset, data, io.length); },
+      &repeated);
+  if (repeated) {
+    counters_.writes_deduplicated.fetch_add(1);
+  } else {
+    counters_.writes.fetch_add(1);
+    if (result > 0) {
+      counters_.bytes_written.fetch_add(static_cast<uint64_t>(result));
+    }
+  }
+  return result;
+}
+
+}  // namespace fgds::remote
