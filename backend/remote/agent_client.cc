@@ -5,12 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/remote/agent_auth.h"
+#include "backend/remote/agent_handshake.h"
 #include "backend/remote/frame_stream.h"
 
 namespace fgds::remote {
 namespace {
-
-constexpr uint32_t kMaxHandshakePayload = 128;
 
 // Connection failures worth one retry on a new connection. A file error
 // (the reply's result) is not one; nor is a wrong key.
@@ -63,72 +62,14 @@ int AgentClient::Reconnect() {
   stream_ = std::make_unique<FrameStream>(fd);
   const int timeout = options_.connect_timeout_ms;
 
-  HelloBody hello;
-  hello.flags = options_.checked ? kHelloWantChecked : 0;
-  hello.client_id = options_.client_id;
-  if (!MakeNonce(&hello.client_nonce).ok()) return Fail(EIO, "no randomness");
-  std::vector<uint8_t> payload;
-  EncodeHello(hello, &payload);
-  struct iovec part = {payload.data(), payload.size()};
-  if (int rc = stream_->Send(FrameType::kHello, 0, {&part, 1}, timeout);
-      rc != 0) {
-    return Fail(-rc, "sending hello");
-  }
-
-  FrameHeader header;
-  auto receive = [&](FrameType want, const char* what) -> int {
-    int rc = stream_->ReceiveHeader(&header, kMaxHandshakePayload, timeout);
-    if (rc != 0) return Fail(-rc, absl::StrCat("waiting for ", what));
-    payload.resize(header.payload_len);
-    rc = stream_->ReceivePayload(payload.data(), payload.size(), timeout);
-    if (rc == 0) rc = stream_->FinishPayload();
-    if (rc != 0) return Fail(-rc, absl::StrCat("reading ", what));
-    if (header.type == FrameType::kError) {
-      ErrorBody error;
-      if (DecodeError(payload, &error) != 0)
-        return Fail(EPROTO, "bad error frame");
-      return Fail(error.error, error.message);
-    }
-    if (header.type != want)
-      return Fail(EPROTO, absl::StrCat("expected ", what));
-    return 0;
-  };
-  if (int rc = receive(FrameType::kChallenge, "the challenge"); rc != 0)
-    return rc;
+  StreamChannel channel(*stream_, AgentName(options_.agent));
   ChallengeBody challenge;
-  if (DecodeChallenge(payload, &challenge) != 0) {
-    return Fail(EPROTO, "malformed challenge");
-  }
-  // The agent proves the key first: a daemon never sends its proof to a
-  // server that does not hold the key.
-  Proof expected;
-  if (!ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce, &expected)
-           .ok()) {
-    return Fail(ENOMEM, "cannot compute the proof");
-  }
-  if (!ProofMatches(expected, challenge.agent_proof)) {
-    return Fail(EACCES, "the agent does not hold our cluster key");
-  }
-  if (options_.checked && (challenge.flags & kHelloWantChecked) == 0) {
-    return Fail(EPROTO, "the agent refused checked payloads");
-  }
-  AuthBody auth;
-  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce,
-                    &auth.client_proof)
-           .ok()) {
-    return Fail(ENOMEM, "cannot compute the proof");
-  }
-  payload.clear();
-  EncodeAuth(auth, &payload);
-  part = {payload.data(), payload.size()};
-  if (int rc = stream_->Send(FrameType::kAuth, 0, {&part, 1}, timeout);
+  std::string why;
+  if (int rc = RunDaemonHandshake(channel, options_.key, options_.client_id,
+                                  options_.checked, timeout, &challenge, &why);
       rc != 0) {
-    return Fail(-rc, "sending the proof");
+    return Fail(-rc, why);
   }
-  if (int rc = receive(FrameType::kWelcome, "the welcome"); rc != 0) return rc;
-  if (!payload.empty()) return Fail(EPROTO, "malformed welcome");
   max_io_ = challenge.max_io;
   checked_ = options_.checked;
   stream_->set_checked(checked_);

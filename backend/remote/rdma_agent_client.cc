@@ -15,7 +15,6 @@ namespace {
 // Receive slots the daemon posts: replies to at most kClientSlots - 1
 // requests in flight, and an error frame.
 constexpr uint32_t kClientSlots = 33;
-constexpr uint32_t kMaxHandshakePayload = 128;
 constexpr uint32_t kMaxReplyPayload = 16 + kMaxErrorMessageBytes + 8;
 // dma-buf regions are addressed by the agent from here on (any non-zero
 // base works: the region's own range is all the NIC checks).
@@ -76,67 +75,15 @@ int RdmaAgentClient::Reconnect() {
   conn_ = std::move(*conn);
   pd_ = conn_->domain();
 
-  HelloBody hello;
-  hello.client_id = options_.client_id;
-  if (!MakeNonce(&hello.client_nonce).ok()) return Fail(EIO, "no randomness");
-  std::vector<uint8_t> payload;
-  EncodeHello(hello, &payload);
-  if (int rc = conn_->SendFrame(FrameType::kHello, 0, payload, timeout);
-      rc != 0) {
-    return Fail(-rc, "sending hello: " + conn_->last_error());
-  }
-  FrameHeader header;
-  auto receive = [&](FrameType want, const char* what) -> int {
-    int rc =
-        conn_->ReceiveFrame(&header, &payload, kMaxHandshakePayload, timeout);
-    if (rc != 0) {
-      return Fail(
-          -rc, absl::StrCat("waiting for ", what, ": ", conn_->last_error()));
-    }
-    if (header.type == FrameType::kError) {
-      ErrorBody error;
-      if (DecodeError(payload, &error) != 0) {
-        return Fail(EPROTO, "bad error frame");
-      }
-      return Fail(error.error, error.message);
-    }
-    if (header.type != want) {
-      return Fail(EPROTO, absl::StrCat("expected ", what));
-    }
-    return 0;
-  };
-  if (int rc = receive(FrameType::kChallenge, "the challenge"); rc != 0) {
-    return rc;
-  }
+  RdmaChannel channel(*conn_);
   ChallengeBody challenge;
-  if (DecodeChallenge(payload, &challenge) != 0) {
-    return Fail(EPROTO, "malformed challenge");
-  }
-  // The agent proves the key first (agent_auth.h).
-  Proof expected;
-  if (!ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce, &expected)
-           .ok()) {
-    return Fail(ENOMEM, "cannot compute the proof");
-  }
-  if (!ProofMatches(expected, challenge.agent_proof)) {
-    return Fail(EACCES, "the agent does not hold our cluster key");
-  }
-  AuthBody auth;
-  if (!ComputeProof(options_.key, AuthRole::kDaemon, hello.client_id,
-                    hello.client_nonce, challenge.agent_nonce,
-                    &auth.client_proof)
-           .ok()) {
-    return Fail(ENOMEM, "cannot compute the proof");
-  }
-  payload.clear();
-  EncodeAuth(auth, &payload);
-  if (int rc = conn_->SendFrame(FrameType::kAuth, 0, payload, timeout);
+  std::string why;
+  if (int rc =
+          RunDaemonHandshake(channel, options_.key, options_.client_id,
+                             /*want_checked=*/false, timeout, &challenge, &why);
       rc != 0) {
-    return Fail(-rc, "sending the proof: " + conn_->last_error());
+    return Fail(-rc, why);
   }
-  if (int rc = receive(FrameType::kWelcome, "the welcome"); rc != 0) return rc;
-  if (!payload.empty()) return Fail(EPROTO, "malformed welcome");
   max_io_ = challenge.max_io;
   credits_ = std::min(challenge.credits, kClientSlots - 1);
   last_error_.clear();

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "backend/remote/agent_handshake.h"
 #include "backend/remote/agent_wire.h"
 #include "backend/remote/socket_address.h"
 
@@ -207,6 +208,30 @@ class RdmaConnection {
   int failed_ = 0;  // the first failure's errno; sticky
   std::string last_error_;
   std::string peer_;
+};
+
+// HandshakeChannel (agent_handshake.h) over an RDMA connection's frames.
+class RdmaChannel : public HandshakeChannel {
+ public:
+  explicit RdmaChannel(RdmaConnection& conn) : conn_(conn) {}
+  int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
+              uint32_t max_payload, int timeout_ms) override {
+    return conn_.ReceiveFrame(header, payload, max_payload, timeout_ms);
+  }
+  int Send(FrameType type, std::span<const uint8_t> payload,
+           int timeout_ms) override {
+    return conn_.SendFrame(type, 0, payload, timeout_ms);
+  }
+  void SendError(int err, const std::string& message) override {
+    std::vector<uint8_t> payload;
+    EncodeError({err, message}, &payload);
+    conn_.SendFrame(FrameType::kError, 0, payload, 1000);
+  }
+  const std::string& peer() const override { return conn_.peer(); }
+  std::string Detail() const override { return conn_.last_error(); }
+
+ private:
+  RdmaConnection& conn_;
 };
 
 }  // namespace fgds::remote

@@ -52,32 +52,6 @@ int ReceiveSmall(FrameStream& stream, const FrameHeader& header,
   return stream.FinishPayload();
 }
 
-// The handshake's frames over a TCP connection.
-class StreamChannel : public HandshakeChannel {
- public:
-  StreamChannel(FrameStream& stream, const std::string& peer)
-      : stream_(stream), peer_(peer) {}
-  int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
-              uint32_t max_payload, int timeout_ms) override {
-    int rc = stream_.ReceiveHeader(header, max_payload, timeout_ms);
-    return rc != 0 ? rc : ReceiveSmall(stream_, *header, payload, timeout_ms);
-  }
-  int Send(FrameType type, std::span<const uint8_t> payload,
-           int timeout_ms) override {
-    struct iovec part = {const_cast<uint8_t*>(payload.data()), payload.size()};
-    return stream_.Send(type, 0, {&part, payload.empty() ? 0u : 1u},
-                        timeout_ms);
-  }
-  void SendError(int err, const std::string& message) override {
-    remote::SendError(stream_, 0, err, message);
-  }
-  const std::string& peer() const override { return peer_; }
-
- private:
-  FrameStream& stream_;
-  const std::string& peer_;
-};
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(

@@ -19,12 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "backend/remote/agent/agent_store.h"
 #include "backend/remote/agent/write_log.h"
+#include "backend/remote/agent_handshake.h"
 #include "backend/remote/agent_key.h"
 #include "backend/remote/agent_wire.h"
 #include "backend/remote/socket_address.h"
@@ -56,21 +56,6 @@ struct AgentCounters {
   uint64_t writes_deduplicated = 0;
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-};
-
-// The frame moves a handshake needs, from one transport's connection.
-class HandshakeChannel {
- public:
-  virtual ~HandshakeChannel() = default;
-  // One whole frame of at most max_payload bytes: 0 or -errno.
-  virtual int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
-                      uint32_t max_payload, int timeout_ms) = 0;
-  // 0 or -errno.
-  virtual int Send(FrameType type, std::span<const uint8_t> payload,
-                   int timeout_ms) = 0;
-  // A kError frame naming the problem (best effort: the peer may be gone).
-  virtual void SendError(int err, const std::string& message) = 0;
-  virtual const std::string& peer() const = 0;
 };
 
 // A handshake's outcome: client_id 0 when the daemon was refused (and told

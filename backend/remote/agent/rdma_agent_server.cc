@@ -30,27 +30,6 @@ void SendError(RdmaConnection& conn, uint64_t request_id, int err,
   conn.SendFrame(FrameType::kError, request_id, payload, 1000);
 }
 
-// The handshake's frames over an RDMA connection.
-class RdmaChannel : public HandshakeChannel {
- public:
-  explicit RdmaChannel(RdmaConnection& conn) : conn_(conn) {}
-  int Receive(FrameHeader* header, std::vector<uint8_t>* payload,
-              uint32_t max_payload, int timeout_ms) override {
-    return conn_.ReceiveFrame(header, payload, max_payload, timeout_ms);
-  }
-  int Send(FrameType type, std::span<const uint8_t> payload,
-           int timeout_ms) override {
-    return conn_.SendFrame(type, 0, payload, timeout_ms);
-  }
-  void SendError(int err, const std::string& message) override {
-    remote::SendError(conn_, 0, err, message);
-  }
-  const std::string& peer() const override { return conn_.peer(); }
-
- private:
-  RdmaConnection& conn_;
-};
-
 // Rejects a connection request, telling why in the private data (the
 // daemon's connection manager reports it with the REJECTED event).
 void Reject(rdma_cm_id* id, const std::string& why) {
