@@ -98,38 +98,11 @@ AgentServer::~AgentServer() {
 }
 
 void AgentServer::Stop() {
-  {
-    MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    for (Connection& c : connections_) {
-      if (c.stream != nullptr) c.stream->Shutdown();
-    }
-  }
+  if (!connections_.BeginStop()) return;
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   if (accept_thread_.joinable()) accept_thread_.join();
-  // No connection starts after stopping_ is set (Admit checks it), so the
-  // list only shrinks from here.
-  std::list<Connection> left;
-  {
-    MutexLock lock(&mu_);
-    left.splice(left.begin(), connections_);
-  }
-  for (Connection& c : left) {
-    if (c.thread.joinable()) c.thread.join();
-  }
-}
-
-void AgentServer::ReapFinished() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (it->finished) {
-      it->thread.join();  // it has returned from Serve: a short wait
-      it = connections_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  connections_.JoinAll();
 }
 
 void AgentServer::AcceptLoop() {
@@ -156,39 +129,34 @@ void AgentServer::AcceptLoop() {
 }
 
 void AgentServer::Admit(int fd) {
-  MutexLock lock(&mu_);
-  ReapFinished();
-  if (stopping_) {
-    close(fd);
-    return;
-  }
-  if (connections_.size() >= options_.max_connections) {
-    service_.CountRefusedConnection();
-    FrameStream refused(fd);
-    SendError(refused, 0, EAGAIN,
-              absl::StrCat("agent: connection limit (",
-                           options_.max_connections, ") reached"));
-    return;
-  }
-  connections_.emplace_back();
-  Connection* c = &connections_.back();
-  try {
-    c->thread = std::thread([this, c, fd] { Serve(c, fd); });
-  } catch (const std::system_error&) {
-    connections_.pop_back();
-    FrameStream refused(fd);
-    SendError(refused, 0, EAGAIN, "agent: cannot start a thread for you");
+  using Admission = ConnectionThreads<FrameStream>::Admission;
+  switch (connections_.Start(options_.max_connections,
+                             [this, fd](auto* slot) { Serve(slot, fd); })) {
+    case Admission::kStarted:
+      return;
+    case Admission::kStopping:
+      close(fd);
+      return;
+    case Admission::kFull: {
+      service_.CountRefusedConnection();
+      FrameStream refused(fd);
+      SendError(refused, 0, EAGAIN,
+                absl::StrCat("agent: connection limit (",
+                             options_.max_connections, ") reached"));
+      return;
+    }
+    case Admission::kNoThread: {
+      FrameStream refused(fd);
+      SendError(refused, 0, EAGAIN, "agent: cannot start a thread for you");
+      return;
+    }
   }
 }
 
-void AgentServer::Serve(Connection* connection, int fd) {
+void AgentServer::Serve(ConnectionThreads<FrameStream>::Slot* slot, int fd) {
   const std::string peer = PeerAddressOf(fd);
   FrameStream stream(fd);
-  {
-    MutexLock lock(&mu_);
-    connection->stream = &stream;
-    if (stopping_) stream.Shutdown();
-  }
+  connections_.Attach(slot, &stream);
   service_.CountConnection();
   StreamChannel channel(stream, peer);
   const Handshaken handshaken =
@@ -199,9 +167,7 @@ void AgentServer::Serve(Connection* connection, int fd) {
     while (ServeRequest(stream, handshaken.client_id, buffer, peer)) {
     }
   }
-  MutexLock lock(&mu_);
-  connection->stream = nullptr;
-  connection->finished = true;
+  connections_.Detach(slot);
 }
 
 bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,

@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "backend/remote/agent/agent_service.h"
 #include "backend/remote/agent/agent_store.h"
+#include "backend/remote/agent/connection_threads.h"
 #include "backend/remote/agent_wire.h"
 #include "common/mutex.h"
 
@@ -56,21 +57,14 @@ class AgentServer {
   void Stop();
 
  private:
-  struct Connection {
-    std::thread thread;
-    FrameStream* stream = nullptr;  // set while served, under mu_
-    bool finished = false;
-  };
-
   AgentServer(AgentServerOptions options, std::unique_ptr<AgentStore> store,
               int listen_fd, int wake_fd);
   void AcceptLoop();
   void Admit(int fd);
-  void Serve(Connection* connection, int fd);
+  void Serve(ConnectionThreads<FrameStream>::Slot* slot, int fd);
   // One request; false when the connection must end.
   bool ServeRequest(FrameStream& stream, uint64_t client_id,
                     std::vector<uint8_t>& buffer, const std::string& peer);
-  void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentServerOptions options_;
   AgentService service_;
@@ -78,9 +72,7 @@ class AgentServer {
   const int wake_fd_;  // eventfd: Stop wakes the accept loop
   std::string address_;
 
-  Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  ConnectionThreads<FrameStream> connections_;
   std::thread accept_thread_;
 };
 

@@ -124,36 +124,11 @@ RdmaAgentServer::~RdmaAgentServer() {
 }
 
 void RdmaAgentServer::Stop() {
-  {
-    MutexLock lock(&mu_);
-    if (stopping_) return;
-    stopping_ = true;
-    for (Connection& c : connections_) {
-      if (c.conn != nullptr) c.conn->Shutdown();
-    }
-  }
+  if (!connections_.BeginStop()) return;
   uint64_t one = 1;
   (void)!write(wake_fd_, &one, sizeof(one));
   if (accept_thread_.joinable()) accept_thread_.join();
-  std::list<Connection> left;
-  {
-    MutexLock lock(&mu_);
-    left.splice(left.begin(), connections_);
-  }
-  for (Connection& c : left) {
-    if (c.thread.joinable()) c.thread.join();
-  }
-}
-
-void RdmaAgentServer::ReapFinished() {
-  for (auto it = connections_.begin(); it != connections_.end();) {
-    if (it->finished) {
-      it->thread.join();
-      it = connections_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  connections_.JoinAll();
 }
 
 void RdmaAgentServer::AcceptLoop() {
@@ -179,56 +154,45 @@ void RdmaAgentServer::AcceptLoop() {
 }
 
 void RdmaAgentServer::Admit(rdma_cm_id* id, const rdma_conn_param& request) {
-  MutexLock lock(&mu_);
-  ReapFinished();
-  if (stopping_) {
-    Reject(id, "agent: stopping");
-    return;
-  }
-  if (connections_.size() >= options_.max_connections) {
-    service_.CountRefusedConnection();
-    Reject(id, absl::StrCat("agent: connection limit (",
-                            options_.max_connections, ") reached"));
-    return;
-  }
-  connections_.emplace_back();
-  Connection* c = &connections_.back();
-  try {
-    c->thread = std::thread([this, c, id, request] { Serve(c, id, request); });
-  } catch (const std::system_error&) {
-    connections_.pop_back();
-    Reject(id, "agent: cannot start a thread for you");
+  using Admission = ConnectionThreads<RdmaConnection>::Admission;
+  switch (connections_.Start(
+      options_.max_connections,
+      [this, id, request](auto* slot) { Serve(slot, id, request); })) {
+    case Admission::kStarted:
+      return;
+    case Admission::kStopping:
+      Reject(id, "agent: stopping");
+      return;
+    case Admission::kFull:
+      service_.CountRefusedConnection();
+      Reject(id, absl::StrCat("agent: connection limit (",
+                              options_.max_connections, ") reached"));
+      return;
+    case Admission::kNoThread:
+      Reject(id, "agent: cannot start a thread for you");
+      return;
   }
 }
 
-void RdmaAgentServer::Serve(Connection* connection, rdma_cm_id* id,
-                            rdma_conn_param request) {
+void RdmaAgentServer::Serve(ConnectionThreads<RdmaConnection>::Slot* slot,
+                            rdma_cm_id* id, rdma_conn_param request) {
   service_.CountConnection();
   auto accepted = RdmaConnection::Accept(id, request, options_.credits + 1,
                                          options_.handshake_timeout_ms);
   if (!accepted.ok()) {
     LogWarning("agent: %s", std::string(accepted.status().message()).c_str());
-  } else {
-    RdmaConnection& conn = **accepted;
-    bool stopping;
-    {
-      MutexLock lock(&mu_);
-      connection->conn = &conn;
-      stopping = stopping_;
-    }
-    if (stopping) conn.Shutdown();
-    // The data travels in no frame, so there is no payload CRC to grant
-    // (the RoCE/InfiniBand packet CRCs cover it on the wire).
-    RdmaChannel channel(conn);
-    const Handshaken handshaken =
-        service_.Handshake(channel, /*can_check_payloads=*/false);
-    if (handshaken.client_id != 0) ServeRequests(conn, handshaken.client_id);
-    MutexLock lock(&mu_);
-    connection->conn = nullptr;
+    return;
   }
-  accepted = absl::CancelledError();  // tear the connection down first
-  MutexLock lock(&mu_);
-  connection->finished = true;
+  RdmaConnection& conn = **accepted;
+  connections_.Attach(slot, &conn);
+  // The data travels in no frame, so there is no payload CRC to grant
+  // (the RoCE/InfiniBand packet CRCs cover it on the wire).
+  RdmaChannel channel(conn);
+  const Handshaken handshaken =
+      service_.Handshake(channel, /*can_check_payloads=*/false);
+  if (handshaken.client_id != 0) ServeRequests(conn, handshaken.client_id);
+  connections_.Detach(slot);
+  // The connection is torn down here, before the slot is marked finished.
 }
 
 void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "backend/remote/agent/agent_service.h"
 #include "backend/remote/agent/agent_store.h"
+#include "backend/remote/agent/connection_threads.h"
 #include "common/mutex.h"
 
 namespace fgds::remote {
@@ -56,20 +57,14 @@ class RdmaAgentServer {
   void Stop();
 
  private:
-  struct Connection {
-    std::thread thread;
-    RdmaConnection* conn = nullptr;  // set while served, under mu_
-    bool finished = false;
-  };
-
   RdmaAgentServer(AgentServerOptions options, std::unique_ptr<AgentStore> store,
                   rdma_event_channel* channel, rdma_cm_id* listen_id,
                   int wake_fd);
   void AcceptLoop();
   void Admit(rdma_cm_id* id, const rdma_conn_param& request);
-  void Serve(Connection* connection, rdma_cm_id* id, rdma_conn_param request);
+  void Serve(ConnectionThreads<RdmaConnection>::Slot* slot, rdma_cm_id* id,
+             rdma_conn_param request);
   void ServeRequests(RdmaConnection& conn, uint64_t client_id);
-  void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const AgentServerOptions options_;
   AgentService service_;
@@ -78,9 +73,7 @@ class RdmaAgentServer {
   const int wake_fd_;
   std::string address_;
 
-  Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  ConnectionThreads<RdmaConnection> connections_;
   std::thread accept_thread_;
 };
 
