@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -56,11 +57,11 @@ int ReceiveSmall(FrameStream& stream, const FrameHeader& header,
 
 absl::StatusOr<std::unique_ptr<AgentServer>> AgentServer::Start(
     AgentServerOptions options, std::unique_ptr<AgentStore> store) {
-  if (options.max_connections == 0 || options.credits == 0 ||
-      options.max_io == 0 || options.max_io > kMaxIoBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent: max_connections and credits must be > 0 and max_io in 1..",
-        kMaxIoBytes));
+  // TCP takes any number of requests in flight (the socket holds them).
+  if (absl::Status st =
+          CheckServerLimits(options, std::numeric_limits<uint32_t>::max());
+      !st.ok()) {
+    return st;
   }
   auto listen_fd = ListenTcp(options.listen, 128);
   if (!listen_fd.ok()) return listen_fd.status();

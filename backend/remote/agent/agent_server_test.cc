@@ -295,6 +295,27 @@ TEST_F(AgentServerTest,
   EXPECT_EQ(client->Read("f", 0, buf, sizeof(buf)), 100);
 }
 
+TEST_F(AgentServerTest, BadLimitsAreRefusedBeforeListening) {
+  for (auto set : std::vector<void (*)(AgentServerOptions*)>{
+           [](AgentServerOptions* o) { o->max_connections = 0; },
+           [](AgentServerOptions* o) { o->credits = 0; },
+           [](AgentServerOptions* o) { o->max_io = 0; },
+           [](AgentServerOptions* o) { o->max_io = kMaxIoBytes + 1; }}) {
+    AgentServerOptions options;
+    options.listen = {"127.0.0.1", 0};
+    options.key = key_;
+    set(&options);
+    auto store = DirStore::Open(root_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto server = AgentServer::Start(std::move(options), std::move(*store));
+    ASSERT_FALSE(server.ok());
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(server.status().message().find("max_io in 1.."),
+              std::string::npos)
+        << server.status();
+  }
+}
+
 TEST_F(AgentServerTest, ConnectionsBeyondTheLimitAreToldWhy) {
   AgentServerOptions options;
   options.max_connections = 2;

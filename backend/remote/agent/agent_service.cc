@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "backend/remote/agent_auth.h"
 #include "common/log.h"
 
@@ -13,6 +14,18 @@ namespace {
 constexpr uint32_t kMaxHandshakePayload = 64;
 
 }  // namespace
+
+absl::Status CheckServerLimits(const AgentServerOptions& options,
+                               uint32_t max_credits) {
+  if (options.max_connections == 0 || options.credits == 0 ||
+      options.credits > max_credits || options.max_io == 0 ||
+      options.max_io > kMaxIoBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("agent: max_connections must be > 0, credits in 1..",
+                     max_credits, " and max_io in 1..", kMaxIoBytes));
+  }
+  return absl::OkStatus();
+}
 
 AgentService::AgentService(const AgentServerOptions& options,
                            std::unique_ptr<AgentStore> store)

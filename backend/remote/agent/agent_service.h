@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "backend/remote/agent/agent_store.h"
 #include "backend/remote/agent/write_log.h"
 #include "backend/remote/agent_handshake.h"
@@ -57,6 +58,13 @@ struct AgentCounters {
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
 };
+
+// Whether a server may start with these limits: max_connections and
+// credits above 0, credits at most max_credits (what the transport can
+// take in flight: an RDMA server posts a receive per credit), max_io in
+// 1..kMaxIoBytes. InvalidArgument naming the limits otherwise.
+absl::Status CheckServerLimits(const AgentServerOptions& options,
+                               uint32_t max_credits);
 
 // A handshake's outcome: client_id 0 when the daemon was refused (and told
 // why); checked when both sides agreed on payload CRCs.

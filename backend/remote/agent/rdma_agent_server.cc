@@ -22,6 +22,8 @@ namespace {
 
 // A request over RDMA: the IoBody's fixed part and the path, no data.
 constexpr uint32_t kMaxRequestPayload = 64 + kMaxPathBytes;
+// Credits a daemon may be granted: the agent posts a receive per credit.
+constexpr uint32_t kMaxCredits = 256;
 
 void SendError(RdmaConnection& conn, uint64_t request_id, int err,
                const std::string& message) {
@@ -42,13 +44,8 @@ void Reject(rdma_cm_id* id, const std::string& why) {
 
 absl::StatusOr<std::unique_ptr<RdmaAgentServer>> RdmaAgentServer::Start(
     AgentServerOptions options, std::unique_ptr<AgentStore> store) {
-  if (options.max_connections == 0 || options.credits == 0 ||
-      options.credits > 256 || options.max_io == 0 ||
-      options.max_io > kMaxIoBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent: max_connections must be > 0, credits in 1..256 and max_io "
-        "in 1..",
-        kMaxIoBytes));
+  if (absl::Status st = CheckServerLimits(options, kMaxCredits); !st.ok()) {
+    return st;
   }
   const std::string name = absl::StrCat(
       "agent: rdma listen on ", options.listen.host, ":", options.listen.port);
