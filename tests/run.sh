@@ -13,20 +13,29 @@
 #      fgds.ko against Debian 12's kernel headers, and boots guest kernels
 #      under QEMU to run the module's tests (tests/kmod/README.md).
 # Needs root and /dev/fuse (integration tests skip without them).
-#   9. the RDMA lab (tests/rdma/run-lab.sh, stage "rdma"): the agent's
-#      RDMA transport over soft-RoCE in a QEMU guest booting Debian's stock
-#      kernel (tests/rdma/README.md).
 #   8. the fallback libfuse (stage "libfuse314"): fgds built against Debian
 #      12's libfuse 3.14, as where deploy/install-libfuse.sh has not run
 #      (passthrough and FUSE over io_uring off), and the integration suites
 #      that differ between the two run against it ("libfuse314-all" runs
 #      every integration test instead).
+#   9. the RDMA lab (tests/rdma/run-lab.sh, stage "rdma"): the agent's
+#      RDMA transport over soft-RoCE in a QEMU guest booting Debian's stock
+#      kernel (tests/rdma/README.md).
+# After the totals, every failed stage gets a digest of its failure lines:
+# CI keeps only the tail of this output, so the reason must be there too.
 # FGDS_TEST_STAGES picks stages, e.g. FGDS_TEST_STAGES="release asan".
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 stages=${FGDS_TEST_STAGES:-"format release asan tsan libfuse314 kmod rdma"}
 jobs=${FGDS_JOBS:-$(nproc)}
+
+# Everything from here on is also kept in one log, for the failure digest.
+run_log=$(mktemp /tmp/fgds-run.XXXXXX.log)
+exec > >(tee -a "$run_log") 2>&1
+tee_pid=$!
+# At exit, let tee write the last lines before the script's status is seen.
+trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 
 "$repo/deploy/install-deps.sh"
 
@@ -169,8 +178,24 @@ for stage in $stages; do
   esac
 done
 
+# failure_digest STAGE: the lines of STAGE's part of the log that say what
+# failed (gtest, ctest, the labs' FAIL lines, sanitizers, timeouts).
+failure_digest() {
+  awk -v name="$1" '
+    $0 == "=== stage " name " ===" {on = 1; next}
+    on && /^=== stage / && index($0, "=== stage " name " ") != 1 {on = 0}
+    on' "$run_log" |
+    grep -E '\[  FAILED  \]|: Failure$|FAIL|Failed|[Tt]imed out|Sanitizer|ERROR|error:|panic|not clang-formatted' |
+    grep -v -E 'tests? failed out of|FAILED TESTS?$' |
+    awk '!seen[$0]++' | tail -n 25 | cut -c1-240
+}
+
 echo "total: $SECONDS s"
 if [ ${#failed[@]} -ne 0 ]; then
+  for stage in "${failed[@]}"; do
+    echo "--- why $stage failed (from $run_log):"
+    failure_digest "$stage" | sed 's/^/  /' || true
+  done
   echo "FAILED stages: ${failed[*]}"
   exit 1
 fi
