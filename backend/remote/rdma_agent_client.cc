@@ -78,9 +78,8 @@ int RdmaAgentClient::Reconnect() {
   RdmaChannel channel(*conn_);
   ChallengeBody challenge;
   std::string why;
-  if (int rc =
-          RunDaemonHandshake(channel, options_.key, options_.client_id,
-                             /*want_checked=*/false, timeout, &challenge, &why);
+  if (int rc = RunDaemonHandshake(channel, options_.key, options_.client_id,
+                                  /*want_flags=*/0, timeout, &challenge, &why);
       rc != 0) {
     return Fail(-rc, why);
   }

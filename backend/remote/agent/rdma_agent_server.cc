@@ -187,12 +187,13 @@ void RdmaAgentServer::Serve(ConnectionThreads<RdmaConnection>::Slot* slot,
   RdmaChannel channel(conn);
   const Handshaken handshaken =
       service_.Handshake(channel, /*can_check_payloads=*/false);
-  if (handshaken.client_id != 0) ServeRequests(conn, handshaken.client_id);
+  if (handshaken.client_id != 0) ServeRequests(conn, handshaken);
   connections_.Detach(slot);
   // The connection is torn down here, before the slot is marked finished.
 }
 
-void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
+void RdmaAgentServer::ServeRequests(RdmaConnection& conn,
+                                    const Handshaken& who) {
   const int timeout = options_.io_timeout_ms;
   // The one data buffer of this connection, registered for local access
   // only: the daemon never reaches the agent's memory.
@@ -219,15 +220,17 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
     };
     if (rc == -ECONNRESET) return;  // the daemon left, or Stop
     if (rc != 0) return protocol_error(-rc, "bad frame");
-    if (header.type != FrameType::kRead && header.type != FrameType::kWrite) {
+    if (header.type != FrameType::kRead && header.type != FrameType::kWrite &&
+        header.type != FrameType::kSync) {
       return protocol_error(EPROTO, "unexpected frame type");
     }
-    // Over RDMA neither request carries data, so both have the layout of
-    // a read request.
+    // Over RDMA no request carries data, so a write has the layout of a
+    // read request.
     IoBody io;
     size_t data_offset = 0;
-    if (int r = DecodeIo(FrameType::kRead, payload, options_.max_io, &io,
-                         &data_offset);
+    if (int r = DecodeIo(header.type == FrameType::kSync ? FrameType::kSync
+                                                         : FrameType::kRead,
+                         payload, options_.max_io, &io, &data_offset);
         r != 0) {
       return protocol_error(-r, "malformed request");
     }
@@ -235,7 +238,9 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
       return protocol_error(EPROTO, "request names no memory region");
     }
     int64_t result = 0;
-    if (header.type == FrameType::kRead) {
+    if (header.type == FrameType::kSync) {
+      result = service_.Sync(io);
+    } else if (header.type == FrameType::kRead) {
       result = service_.Read(io, buffer.data());
       if (result > 0) {
         // A failure here (the daemon's key or range is wrong, or it is
@@ -257,7 +262,7 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
                    conn.last_error().c_str());
         return;
       }
-      result = service_.Write(client_id, io, buffer.data());
+      result = service_.Write(who, io, buffer.data());
     }
     reply.clear();
     EncodeReply({result}, &reply);
