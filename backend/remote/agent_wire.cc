@@ -164,7 +164,7 @@ void EncodeIo(const IoBody& body, std::vector<uint8_t>* out) {
   Put<uint32_t>(out, body.rkey);
   Put<uint16_t>(out, static_cast<uint16_t>(body.path.size()));
   Put<uint16_t>(out, 0);
-  Put<uint32_t>(out, 0);
+  Put<uint32_t>(out, body.data_crc);
   out->insert(out->end(), body.path.begin(), body.path.end());
 }
 
@@ -182,7 +182,8 @@ int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
   out->length = r.Get<uint32_t>();
   out->rkey = r.Get<uint32_t>();
   const uint16_t path_len = r.Get<uint16_t>();
-  if (r.Get<uint16_t>() != 0 || r.Get<uint32_t>() != 0) return -EPROTO;
+  if (r.Get<uint16_t>() != 0) return -EPROTO;
+  out->data_crc = r.Get<uint32_t>();
   if (out->length > max_io) return -EMSGSIZE;
   if (type == FrameType::kSync && out->length != 0) return -EPROTO;
   // offset + length must fit in off_t for the store's pread/pwrite.
@@ -203,7 +204,8 @@ int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
 
 void EncodeReply(const ReplyBody& body, std::vector<uint8_t>* out) {
   Put<int64_t>(out, body.result);
-  Put<uint64_t>(out, 0);
+  Put<uint32_t>(out, body.data_crc);
+  Put<uint32_t>(out, 0);
 }
 
 int DecodeReply(std::span<const uint8_t> payload, ReplyBody* out,
@@ -211,7 +213,8 @@ int DecodeReply(std::span<const uint8_t> payload, ReplyBody* out,
   if (payload.size() < kReplyFixedSize) return -EPROTO;
   Reader r(payload);
   out->result = r.Get<int64_t>();
-  if (r.Get<uint64_t>() != 0) return -EPROTO;
+  out->data_crc = r.Get<uint32_t>();
+  if (r.Get<uint32_t>() != 0) return -EPROTO;
   if (out->result < -4095) return -EPROTO;  // not an errno
   *data_offset = kReplyFixedSize;
   return 0;

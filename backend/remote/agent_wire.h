@@ -112,18 +112,26 @@ struct AuthBody {
 // a new connection is applied once. remote_addr and rkey name the
 // daemon's memory region for RDMA transports and are 0 over TCP, where the
 // data travels in the frame.
+//
+// data_crc (and ReplyBody's): over RDMA, on a connection with checked
+// payloads, the CRC-32C of the data, which travels in no frame: a write's
+// data as the daemon has it (the agent checks what its RDMA READ got), a
+// read's as the agent RDMA-WROTE it (the daemon checks what landed). 0
+// otherwise, and ignored: over TCP the frame's CRC covers the data.
 struct IoBody {
   uint64_t seq = 0;
   uint64_t offset = 0;
   uint32_t length = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  uint32_t data_crc = 0;
   std::string path;
 };
 
 // result: bytes moved (a read may be short at end of file), or -errno.
 struct ReplyBody {
   int64_t result = 0;
+  uint32_t data_crc = 0;  // as IoBody's
 };
 
 struct ErrorBody {

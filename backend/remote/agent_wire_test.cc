@@ -145,6 +145,7 @@ TEST(AgentWireTest, IoBodyRoundTripsWithWriteData) {
   io.seq = 9;
   io.offset = 1ull << 40;
   io.length = 5;
+  io.data_crc = 0x12345678;
   io.path = "dir/file";
   std::vector<uint8_t> p;
   EncodeIo(io, &p);
@@ -158,6 +159,7 @@ TEST(AgentWireTest, IoBodyRoundTripsWithWriteData) {
   EXPECT_EQ(back.seq, 9u);
   EXPECT_EQ(back.offset, 1ull << 40);
   EXPECT_EQ(back.path, "dir/file");
+  EXPECT_EQ(back.data_crc, 0x12345678u);
   EXPECT_EQ(std::memcmp(write.data() + data_offset, "hello", 5), 0);
   // A read carries no data; a write exactly `length` bytes.
   EXPECT_EQ(DecodeIo(FrameType::kRead, p, kMaxIoBytes, &back, &data_offset), 0);
@@ -215,6 +217,12 @@ TEST(AgentWireTest, ReplyAndErrorBodies) {
   p.clear();
   EncodeReply({-5000}, &p);
   EXPECT_EQ(DecodeReply(p, &reply, &data_offset), -EPROTO) << "not an errno";
+  p.clear();
+  EncodeReply({7, 0xabcdef01}, &p);
+  ASSERT_EQ(DecodeReply(p, &reply, &data_offset), 0);
+  EXPECT_EQ(reply.data_crc, 0xabcdef01u);
+  p[12] = 1;  // the reserved word after the CRC
+  EXPECT_EQ(DecodeReply(p, &reply, &data_offset), -EPROTO);
 
   p.clear();
   EncodeError({EACCES, "wrong key\x01"}, &p);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend/remote/crc32c.h"
 #include "backend/remote/rdma_connection.h"
 #include "common/errno_status.h"
 #include "common/log.h"
@@ -182,11 +183,12 @@ void RdmaAgentServer::Serve(ConnectionThreads<RdmaConnection>::Slot* slot,
   }
   RdmaConnection& conn = **accepted;
   connections_.Attach(slot, &conn);
-  // The data travels in no frame, so there is no payload CRC to grant
-  // (the RoCE/InfiniBand packet CRCs cover it on the wire).
+  // The data travels in no frame: with checked payloads its CRC travels in
+  // the request (writes) and the reply (reads), end to end, beyond what
+  // the RoCE/InfiniBand packet CRCs cover on the wire.
   RdmaChannel channel(conn);
   const Handshaken handshaken =
-      service_.Handshake(channel, /*can_check_payloads=*/false);
+      service_.Handshake(channel, /*can_check_payloads=*/true);
   if (handshaken.client_id != 0) ServeRequests(conn, handshaken);
   connections_.Detach(slot);
   // The connection is torn down here, before the slot is marked finished.
@@ -238,6 +240,7 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn,
       return protocol_error(EPROTO, "request names no memory region");
     }
     int64_t result = 0;
+    uint32_t data_crc = 0;
     if (header.type == FrameType::kSync) {
       result = service_.Sync(io);
     } else if (header.type == FrameType::kRead) {
@@ -253,6 +256,9 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn,
                      conn.last_error().c_str());
           return;
         }
+        if (who.checked) {
+          data_crc = Crc32c(0, buffer.data(), static_cast<size_t>(result));
+        }
       }
     } else {
       if (int r = conn.Read(**region, buffer.data(), io.length, io.remote_addr,
@@ -262,10 +268,15 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn,
                    conn.last_error().c_str());
         return;
       }
+      if (who.checked && Crc32c(0, buffer.data(), io.length) != io.data_crc) {
+        // Nothing applied: the daemon sends it again on a new connection.
+        service_.CountCrcError();
+        return protocol_error(EBADMSG, "write data CRC mismatch");
+      }
       result = service_.Write(who, io, buffer.data());
     }
     reply.clear();
-    EncodeReply({result}, &reply);
+    EncodeReply({result, data_crc}, &reply);
     if (conn.SendFrame(FrameType::kReply, header.request_id, reply, timeout) !=
         0) {
       return;
