@@ -906,6 +906,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if (!options.agents.empty()) {
     remote::AgentPoolOptions pool_options;
     pool_options.agents = options.agents;
+    // Fsync, usrbio fsync and Flush call SyncAgents.
+    pool_options.deferred_sync = true;
     auto key = remote::LoadAgentKey(options.agent_key);
     if (!key.ok()) {
       return absl::InvalidArgumentError(

@@ -23,8 +23,8 @@
 // work by `spread` (the same key, the same agent while the set is
 // unchanged).
 //
-// Durability: with deferred_sync (the default) agents acknowledge writes
-// before they are durable, and Sync(name) (the daemon's fsync, fdatasync
+// Durability: with deferred_sync agents acknowledge writes before they
+// are durable, and Sync(name) (the daemon's fsync, fdatasync
 // and close) syncs the file on every agent that took a write of it since
 // its last sync (unsynced_writes.h). A sync fails (EIO) when such an agent
 // cannot be reached or restarted in between: what it had not synced may
@@ -64,8 +64,9 @@ struct AgentPoolOptions {
   size_t max_idle = 16;
   bool checked = false;
   // Agents acknowledge writes before syncing them; the caller calls Sync
-  // for durability. false: every write is synced before its reply.
-  bool deferred_sync = true;
+  // for durability (its fsync, fdatasync and close). false: every write
+  // is synced before its reply, for callers that never call Sync.
+  bool deferred_sync = false;
 };
 
 class AgentPool {

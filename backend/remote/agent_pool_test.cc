@@ -57,6 +57,7 @@ class AgentPoolTest : public ::testing::Test {
     o.agents = addresses_;
     o.key = key_;
     o.retry_after_ms = retry_after_ms;
+    o.deferred_sync = true;  // as the ceph backend's
     o.connect_timeout_ms = 1000;
     o.io_timeout_ms = 5000;
     auto pool = AgentPool::Create(std::move(o));
@@ -230,6 +231,23 @@ TEST_F(AgentPoolTest, SyncReachesTheAgentsThatTookWritesAndOnlyThose) {
   EXPECT_EQ(servers_[1]->counters().syncs, 1u) << "synced already";
   const std::string stats = pool->StatsText();
   EXPECT_NE(stats.find(" syncs=1 sync_errors=0 "), std::string::npos) << stats;
+}
+
+// A pool whose user never syncs (deferred_sync false, the default) gets
+// every write synced before its reply.
+TEST_F(AgentPoolTest, WithoutDeferralEachWriteIsSyncedByTheAgent) {
+  StartAgent("127.0.0.1");
+  MakeFile("f", 4096);
+  AgentPoolOptions o;
+  o.agents = addresses_;
+  o.key = key_;
+  auto pool = AgentPool::Create(std::move(o));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const std::string data = Chunk(4, 4096);
+  ASSERT_EQ((*pool)->Write(0, "f", 0, data.data(), data.size()), 4096);
+  EXPECT_EQ(servers_[0]->counters().syncs, 1u);
+  EXPECT_EQ((*pool)->Sync("f"), 0);
+  EXPECT_EQ(servers_[0]->counters().syncs, 1u) << "nothing left to sync";
 }
 
 // An agent that restarted after it acknowledged writes lost what it had
