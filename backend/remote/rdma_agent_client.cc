@@ -89,13 +89,16 @@ int RdmaAgentClient::Reconnect() {
   RdmaChannel channel(*conn_);
   ChallengeBody challenge;
   std::string why;
+  const uint32_t want = (options_.checked ? kHelloWantChecked : 0) |
+                        (options_.deferred_sync ? kHelloDeferSync : 0);
   if (int rc = RunDaemonHandshake(channel, options_.key, options_.client_id,
-                                  options_.checked ? kHelloWantChecked : 0,
-                                  timeout, &challenge, &why);
+                                  want, timeout, &challenge, &why);
       rc != 0) {
     return Fail(-rc, why);
   }
   checked_ = options_.checked;
+  deferred_sync_ = (challenge.flags & kHelloDeferSync) != 0;
+  instance_ = challenge.instance;
   max_io_ = challenge.max_io;
   credits_ = std::min(challenge.credits, kClientSlots - 1);
   last_error_.clear();
@@ -144,6 +147,38 @@ int64_t RdmaAgentClient::Write(std::string_view path, uint64_t offset,
                                size_t region_offset, size_t length) {
   return Transfer(FrameType::kWrite, path, offset, region, region_offset,
                   length);
+}
+
+int RdmaAgentClient::Sync(std::string_view path) {
+  if (int rc = CheckRelativePath(path); rc != 0) {
+    last_error_ = absl::StrCat("path '", std::string(path),
+                               "' cannot name a file under the agent's root");
+    return rc;
+  }
+  for (int attempt = 0;; ++attempt) {
+    if (conn_ == nullptr) {
+      if (int rc = Reconnect(); rc != 0) return rc;
+    }
+    const int rc = SyncOnce(path);
+    if (conn_ != nullptr || attempt > 0 || !ConnectionFailed(-rc)) return rc;
+    ++retries_;
+  }
+}
+
+int RdmaAgentClient::SyncOnce(std::string_view path) {
+  IoBody io;
+  io.path = std::string(path);
+  std::vector<uint8_t> payload;
+  EncodeIo(io, &payload);
+  const uint64_t request_id = next_request_id_++;
+  if (int rc = conn_->SendFrame(FrameType::kSync, request_id, payload,
+                                options_.io_timeout_ms);
+      rc != 0) {
+    return Fail(-rc, "sending a sync: " + conn_->last_error());
+  }
+  uint32_t unused_crc = 0;
+  const int64_t n = ReceiveReply(request_id, 0, &unused_crc);
+  return static_cast<int>(n);
 }
 
 int64_t RdmaAgentClient::Transfer(FrameType type, std::string_view path,

@@ -37,6 +37,13 @@
 // elsewhere, under other sequence numbers). So a caller that falls back
 // to another path on an error waits at most two rounds of the timeouts.
 //
+// Durability: with options.deferred_sync (if the agent grants it) a write
+// is acknowledged from the agent's store before it is durable, and Sync
+// makes a file's writes durable; without it, the agent syncs each write
+// before its reply. agent_instance() tells a restarted agent (which lost
+// what it had not synced) from a reconnected one, as over TCP
+// (agent_client.h, unsynced_writes.h).
+//
 // Checked payloads (options.checked, if the agent grants them): the data
 // travels in no frame, so its CRC-32C travels in the request (a write:
 // the agent checks what its RDMA READ got) and in the reply (a read: this
@@ -72,6 +79,9 @@ struct RdmaAgentClientOptions {
   uint64_t client_id = 0;
   // CRC-32C of every transfer's data, checked end to end.
   bool checked = false;
+  // Ask the agent to acknowledge writes before syncing them (the caller
+  // then calls Sync where it needs durability).
+  bool deferred_sync = false;
 };
 
 class RdmaAgentClient {
@@ -99,12 +109,18 @@ class RdmaAgentClient {
   int64_t Write(std::string_view path, uint64_t offset,
                 const RdmaMemoryRegion& region, size_t region_offset,
                 size_t length);
+  // The file's writes acknowledged by this agent made durable: 0 or
+  // -errno. Retried once on a new connection, as a transfer.
+  int Sync(std::string_view path);
 
   uint32_t max_io() const { return max_io_; }
   uint32_t credits() const { return credits_; }
   uint64_t client_id() const { return options_.client_id; }
   uint64_t connects() const { return connects_; }
   bool checked() const { return checked_; }
+  bool deferred_sync() const { return deferred_sync_; }
+  // The agent process this connection reached (ChallengeBody::instance).
+  uint32_t agent_instance() const { return instance_; }
   // Transfers redone on a new connection; data whose CRC did not match.
   uint64_t retries() const { return retries_; }
   uint64_t crc_errors() const { return crc_errors_; }
@@ -122,6 +138,8 @@ class RdmaAgentClient {
   int64_t TransferOnce(FrameType type, std::string_view path, uint64_t offset,
                        const RdmaMemoryRegion& region, size_t region_offset,
                        size_t length, uint64_t first_seq);
+  // One kSync on the current connection.
+  int SyncOnce(std::string_view path);
   // Receives the reply to `request_id`: its result (and *data_crc), or
   // -errno after which the connection is gone.
   int64_t ReceiveReply(uint64_t request_id, uint32_t length,
@@ -134,6 +152,8 @@ class RdmaAgentClient {
   uint32_t max_io_ = 0;
   uint32_t credits_ = 0;
   bool checked_ = false;
+  bool deferred_sync_ = false;
+  uint32_t instance_ = 0;
   uint64_t next_request_id_ = 1;
   uint64_t next_seq_ = 1;
   uint64_t connects_ = 0;

@@ -243,6 +243,35 @@ TEST_F(RdmaLabTest, AWriteWhoseDataDoesNotMatchItsCrcIsRefused) {
       << rest;
 }
 
+// Deferred syncs over RDMA: writes acknowledged unsynced, one sync on
+// request; without deferral each write is synced (the agent's counts).
+TEST_F(RdmaLabTest, DeferredWritesAreSyncedOnRequest) {
+  ASSERT_NO_FATAL_FAILURE(StartAgent());
+  WriteFile("s.bin", std::vector<uint8_t>(1u << 20, '.'));
+  RdmaAgentClientOptions options = ClientOptions(std::string(48, 'k'));
+  options.deferred_sync = true;
+  auto client = RdmaAgentClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  RdmaAgentClient& c = **client;
+  EXPECT_TRUE(c.deferred_sync());
+  EXPECT_NE(c.agent_instance(), 0u);
+  std::vector<uint8_t> buf = testing::RandomBytes(1u << 20, 24);
+  auto region = c.RegisterHost(buf.data(), buf.size());
+  ASSERT_TRUE(region.ok()) << region.status();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(c.Write("s.bin", i * 4096, **region, i * 4096, 4096), 4096)
+        << c.last_error();
+  }
+  EXPECT_EQ(c.Sync("s.bin"), 0) << c.last_error();
+  EXPECT_EQ(c.Sync("missing.bin"), -ENOENT);
+  EXPECT_EQ(c.connects(), 1u);
+  const std::vector<uint8_t> now = FileBytes("s.bin");
+  EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 4 * 4096, now.begin()));
+  std::string rest;
+  EXPECT_EQ(agent_->Stop(&rest), 0) << rest;
+  EXPECT_NE(rest.find(" 2 syncs (1 failed)"), std::string::npos) << rest;
+}
+
 // The agent restarted (same address) between two transfers: the second
 // finds its connection gone and is redone once on a new one.
 TEST_F(RdmaLabTest, ATransferIsRedoneOnceOnANewConnection) {
