@@ -353,7 +353,7 @@ TEST_F(CephAgentIoTest, AfterFsyncAKilledAgentLosesNothing) {
               4096);
     model.replace(off, piece.size(), piece);
   }
-  EXPECT_EQ(Counter("syncs"), syncs_before) << "a sync per write" << Stats();
+  EXPECT_EQ(Counter("syncs"), syncs_before) << "synced before fsync" << Stats();
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
   EXPECT_GT(Counter("syncs"), syncs_before) << Stats();
   EXPECT_EQ(Counter("sync_errors"), 0u) << Stats();
