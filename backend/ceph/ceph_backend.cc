@@ -442,7 +442,9 @@ class CephBackend : public Backend {
     return 0;
   }
 
-  int Flush(File*) override { return 0; }
+  // Close-to-open: a close syncs the file's writes that agents
+  // acknowledged, and reports their loss (AgentPool::Sync).
+  int Flush(File* file) override { return SyncAgents(file); }
 
   void Release(File* file) override {
     CephFile* f = Of(file);
@@ -529,7 +531,9 @@ class CephBackend : public Backend {
   }
 
   int Fsync(File* file, bool datasync) override {
-    return ceph_ll_fsync(cmount_, Of(file)->fh, datasync ? 1 : 0);
+    const int agents = SyncAgents(file);
+    const int own = ceph_ll_fsync(cmount_, Of(file)->fh, datasync ? 1 : 0);
+    return agents < 0 ? agents : own;
   }
   int Fallocate(File* file, int mode, off_t offset, off_t length) override {
     return ceph_ll_fallocate(cmount_, Of(file)->fh, mode, offset, length);
@@ -809,6 +813,15 @@ class CephBackend : public Backend {
     return n;
   }
 
+  // The agents took writes of the file that they acknowledged before
+  // syncing them: the file's fsync, fdatasync and close sync them there
+  // (the daemon's own client never saw those bytes). 0 or -errno.
+  int SyncAgents(File* file) {
+    if (agents_ == nullptr) return 0;
+    const uint64_t ino = InoOfNode(Of(file)->node, root_ino_);
+    return agents_->Sync(absl::StrCat(remote::kInodeNamePrefix, ino));
+  }
+
   // libcephfs's part of MovePiece.
   int64_t MoveByCeph(const FileIoRequest& request, const Piece& piece) {
     Fh* fh = Of(request.file)->fh;
@@ -834,9 +847,12 @@ class CephBackend : public Backend {
     *path = IoPath::kNone;
     switch (request.op) {
       case FileOp::kFsync:
-      case FileOp::kFdatasync:
-        return ceph_ll_fsync(cmount_, Of(request.file)->fh,
-                             request.op == FileOp::kFdatasync);
+      case FileOp::kFdatasync: {
+        const int agents = SyncAgents(request.file);
+        const int own = ceph_ll_fsync(cmount_, Of(request.file)->fh,
+                                      request.op == FileOp::kFdatasync);
+        return agents < 0 ? agents : own;
+      }
       case FileOp::kRead:
       case FileOp::kWrite:
         break;
@@ -890,6 +906,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if (!options.agents.empty()) {
     remote::AgentPoolOptions pool_options;
     pool_options.agents = options.agents;
+    // Fsync, usrbio fsync and Flush call SyncAgents.
+    pool_options.deferred_sync = true;
     auto key = remote::LoadAgentKey(options.agent_key);
     if (!key.ok()) {
       return absl::InvalidArgumentError(

@@ -48,6 +48,7 @@ absl::StatusOr<std::unique_ptr<AgentClient>> AgentClient::Connect(
 }
 
 int AgentClient::Fail(int err, std::string message) {
+  if (err == EBADMSG) ++crc_errors_;
   last_error_ = absl::StrCat(AgentName(options_.agent), ": ", message, " (",
                              strerror(err), ")");
   stream_.reset();
@@ -65,13 +66,17 @@ int AgentClient::Reconnect() {
   StreamChannel channel(*stream_, AgentName(options_.agent));
   ChallengeBody challenge;
   std::string why;
+  const uint32_t want = (options_.checked ? kHelloWantChecked : 0) |
+                        (options_.deferred_sync ? kHelloDeferSync : 0);
   if (int rc = RunDaemonHandshake(channel, options_.key, options_.client_id,
-                                  options_.checked, timeout, &challenge, &why);
+                                  want, timeout, &challenge, &why);
       rc != 0) {
     return Fail(-rc, why);
   }
   max_io_ = challenge.max_io;
   checked_ = options_.checked;
+  deferred_sync_ = (challenge.flags & kHelloDeferSync) != 0;
+  instance_ = challenge.instance;
   stream_->set_checked(checked_);
   last_error_.clear();
   return 0;
@@ -132,6 +137,9 @@ int64_t AgentClient::RequestOnce(FrameType type, const IoBody& io,
   if (type == FrameType::kWrite && reply.result > io.length) {
     return Fail(EPROTO, "the agent wrote more than was sent");
   }
+  if (type == FrameType::kSync && reply.result > 0) {
+    return Fail(EPROTO, "a sync's reply is not 0 or an errno");
+  }
   // Read data lands in the caller's buffer directly.
   if (data > 0) {
     if (int rc = stream_->ReceivePayload(buffer, data, timeout); rc != 0) {
@@ -161,7 +169,17 @@ int64_t AgentClient::Request(FrameType type, std::string_view path,
     if (attempt > 0 || !ConnectionFailed(static_cast<int>(-result))) {
       return result;
     }
+    ++retries_;
   }
+}
+
+int AgentClient::Sync(std::string_view path) {
+  if (int rc = CheckRelativePath(path); rc != 0) {
+    last_error_ = absl::StrCat("path '", std::string(path),
+                               "' cannot name a file under the agent's root");
+    return rc;
+  }
+  return static_cast<int>(Request(FrameType::kSync, path, 0, nullptr, 0));
 }
 
 int64_t AgentClient::Read(std::string_view path, uint64_t offset, void* out,

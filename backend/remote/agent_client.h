@@ -9,10 +9,19 @@
 //   int64_t n = (*client)->Read("ckpt/shard-0", 0, buf, size);
 //
 // Reliability: a request that fails for the connection's sake (reset,
-// timeout, a malformed reply) is retried once on a new connection. Reads
-// are idempotent; a write keeps its sequence number, and the agent applies
-// a sequence number once (write_log.h), so a retried write cannot be
-// applied twice. Requests longer than the agent's max_io are split.
+// timeout, a malformed reply, a payload whose CRC does not match) is
+// retried once on a new connection, and counted (retries(),
+// crc_errors()). Reads and syncs are idempotent; a write keeps its
+// sequence number, and the agent applies a sequence number once
+// (write_log.h), so a retried write cannot be applied twice. Requests
+// longer than the agent's max_io are split.
+//
+// Durability: with deferred_sync (if the agent grants it) a write is
+// acknowledged from the agent's store before it is durable, and Sync
+// makes a file's writes durable; without it, the agent syncs each write
+// before its reply. A retry may find another agent instance (restarted:
+// agent_instance() changed), which lost the writes it had not synced: the
+// caller tracks that (agent_pool.h).
 //
 // Results: bytes moved, or -errno: the file's error as the agent's store
 // reported it (ENOENT, EACCES, EIO...), or the connection's (ECONNREFUSED,
@@ -50,6 +59,9 @@ struct AgentClientOptions {
   // The daemon's identity for write deduplication: random per daemon
   // start (0: chosen here). Connections of one daemon share it.
   uint64_t client_id = 0;
+  // Ask the agent to acknowledge writes before syncing them (the caller
+  // then calls Sync where it needs durability).
+  bool deferred_sync = false;
 };
 
 class AgentClient {
@@ -65,9 +77,15 @@ class AgentClient {
                size_t length);
   int64_t Write(std::string_view path, uint64_t offset, const void* data,
                 size_t length);
+  // The file's writes acknowledged by this agent made durable: 0 or -errno.
+  int Sync(std::string_view path);
 
   uint32_t max_io() const { return max_io_; }
   bool checked() const { return checked_; }
+  // Whether the agent acknowledges writes before syncing them.
+  bool deferred_sync() const { return deferred_sync_; }
+  // The agent process this connection reached (ChallengeBody::instance).
+  uint32_t agent_instance() const { return instance_; }
   uint64_t client_id() const { return options_.client_id; }
   const std::string& last_error() const { return last_error_; }
   // Whether the connection is up: false after a request failed for the
@@ -75,6 +93,12 @@ class AgentClient {
   bool connected() const { return stream_ != nullptr; }
   // Connections made, the first included (a retry makes one more).
   uint64_t connects() const { return connects_; }
+  // Requests sent again on a new connection after the first attempt's
+  // connection failed.
+  uint64_t retries() const { return retries_; }
+  // Payloads whose CRC did not match: replies here, and requests the agent
+  // refused for it (each then counts as the connection's failure).
+  uint64_t crc_errors() const { return crc_errors_; }
 
  private:
   explicit AgentClient(AgentClientOptions options);
@@ -95,9 +119,13 @@ class AgentClient {
   std::unique_ptr<FrameStream> stream_;
   uint32_t max_io_ = 0;
   bool checked_ = false;
+  bool deferred_sync_ = false;
+  uint32_t instance_ = 0;
   uint64_t next_request_id_ = 1;
   uint64_t next_seq_ = 1;
   uint64_t connects_ = 0;
+  uint64_t retries_ = 0;
+  uint64_t crc_errors_ = 0;
   std::string last_error_;
 };
 

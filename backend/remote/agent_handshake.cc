@@ -45,7 +45,7 @@ void StreamChannel::SendError(int err, const std::string& message) {
 }
 
 int RunDaemonHandshake(HandshakeChannel& channel, const AgentKey& key,
-                       uint64_t client_id, bool want_checked, int timeout_ms,
+                       uint64_t client_id, uint32_t want_flags, int timeout_ms,
                        ChallengeBody* challenge, std::string* why) {
   auto fail = [&](int err, const std::string& what) {
     const std::string detail = channel.Detail();
@@ -53,7 +53,7 @@ int RunDaemonHandshake(HandshakeChannel& channel, const AgentKey& key,
     return -err;
   };
   HelloBody hello;
-  hello.flags = want_checked ? kHelloWantChecked : 0;
+  hello.flags = want_flags;
   hello.client_id = client_id;
   if (!MakeNonce(&hello.client_nonce).ok()) return fail(EIO, "no randomness");
   std::vector<uint8_t> payload;
@@ -96,7 +96,11 @@ int RunDaemonHandshake(HandshakeChannel& channel, const AgentKey& key,
   if (!ProofMatches(expected, challenge->agent_proof)) {
     return fail(EACCES, "the agent does not hold our cluster key");
   }
-  if (want_checked && (challenge->flags & kHelloWantChecked) == 0) {
+  if ((challenge->flags & ~want_flags) != 0) {
+    return fail(EPROTO, "the agent granted what we did not ask for");
+  }
+  if ((want_flags & kHelloWantChecked) != 0 &&
+      (challenge->flags & kHelloWantChecked) == 0) {
     return fail(EPROTO, "the agent refused checked payloads");
   }
   AuthBody auth;

@@ -65,13 +65,15 @@ class StreamChannel : public HandshakeChannel {
 
 // The daemon's side: sends the hello, checks the agent's proof before
 // sending its own (a daemon never proves the key to a server that has not),
-// waits for the welcome. want_checked asks for payload CRCs; an agent that
-// does not grant them is refused. 0 and the agent's challenge (credits,
-// max_io, flags), or -errno and *why: EACCES when the agent does not hold
+// waits for the welcome. want_flags are the hello's (kHelloWantChecked,
+// kHelloDeferSync); an agent that does not grant kHelloWantChecked when
+// asked is refused, the others are the agent's to grant (challenge->flags
+// says). 0 and the agent's challenge (credits, max_io, flags, instance),
+// or -errno and *why: EACCES when the agent does not hold
 // the key, the agent's own errno when it refused us (kError), EPROTO for a
 // broken exchange.
 int RunDaemonHandshake(HandshakeChannel& channel, const AgentKey& key,
-                       uint64_t client_id, bool want_checked, int timeout_ms,
+                       uint64_t client_id, uint32_t want_flags, int timeout_ms,
                        ChallengeBody* challenge, std::string* why);
 
 }  // namespace fgds::remote

@@ -60,6 +60,7 @@ struct AgentPool::Agent {
   bool logged_down ABSL_GUARDED_BY(mu) = false;
   std::atomic<uint64_t> reads{0}, read_bytes{0}, writes{0}, write_bytes{0};
   std::atomic<uint64_t> fallbacks{0}, connects{0}, failures{0};
+  std::atomic<uint64_t> retries{0}, crc_errors{0}, syncs{0}, sync_errors{0};
 };
 
 AgentPool::AgentPool(AgentPoolOptions options) : options_(std::move(options)) {}
@@ -156,6 +157,7 @@ std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent, int* error) {
   o.agent = agent.address;
   o.key = options_.key;
   o.checked = options_.checked;
+  o.deferred_sync = options_.deferred_sync;
   o.connect_timeout_ms = options_.connect_timeout_ms;
   o.io_timeout_ms = options_.io_timeout_ms;
   // A client id of its own (Connect picks one): the agent applies each
@@ -198,8 +200,20 @@ int64_t AgentPool::Transfer(int index, bool write, std::string_view name,
   int error = 0;
   std::unique_ptr<AgentClient> client = Borrow(agent, &error);
   if (client == nullptr) return error;
+  const ClientCounts before = CountsOf(*client);
+  const uint32_t instance = client->agent_instance();
   const int64_t n = write ? client->Write(name, offset, buffer, length)
                           : client->Read(name, offset, buffer, length);
+  AddCounts(agent, *client, before);
+  if (write && n > 0 && client->deferred_sync()) {
+    // Requests acknowledged before a reconnection went to the instance
+    // before it (the caller's pieces are one request each but for those
+    // over max_io).
+    if (client->agent_instance() != instance && length > client->max_io()) {
+      unsynced_.Note(name, index, instance);
+    }
+    unsynced_.Note(name, index, client->agent_instance());
+  }
   if (n < 0 && !client->connected()) {
     // The connection failed, and so did its one retry: the agent is down.
     MarkDown(agent, client->last_error());
@@ -232,6 +246,80 @@ int64_t AgentPool::Write(int agent, std::string_view name, uint64_t offset,
   return Transfer(agent, true, name, offset, const_cast<void*>(data), length);
 }
 
+AgentPool::ClientCounts AgentPool::CountsOf(const AgentClient& client) {
+  return {client.retries(), client.crc_errors()};
+}
+
+void AgentPool::AddCounts(Agent& agent, const AgentClient& client,
+                          const ClientCounts& before) {
+  const ClientCounts now = CountsOf(client);
+  agent.retries.fetch_add(now.retries - before.retries,
+                          std::memory_order_relaxed);
+  agent.crc_errors.fetch_add(now.crc_errors - before.crc_errors,
+                             std::memory_order_relaxed);
+}
+
+int AgentPool::Sync(std::string_view name) {
+  UnsyncedWrites::Sync sync = unsynced_.BeginSync(name);
+  int result = sync.earlier_error;
+  for (const UnsyncedWrites::Pending& pending : sync.pending) {
+    if (pending.agent < 0 ||
+        static_cast<size_t>(pending.agent) >= agents_.size()) {
+      continue;
+    }
+    const int rc = SyncAgent(*agents_[pending.agent], name, pending);
+    if (rc < 0 && result == 0) result = rc;
+  }
+  unsynced_.EndSync(name, sync, result);
+  return result;
+}
+
+int AgentPool::SyncAgent(Agent& agent, std::string_view name,
+                         const UnsyncedWrites::Pending& pending) {
+  // Every failure here may have lost acknowledged writes: logged each
+  // time (it is rare, and the application sees only an errno).
+  auto failed = [&](int err, const std::string& why) {
+    agent.sync_errors.fetch_add(1, std::memory_order_relaxed);
+    const std::string text =
+        absl::StrCat(agent.name, ": sync of ", std::string(name), ": ", why);
+    fprintf(stderr, "fgds: agent %s\n", text.c_str());
+    fgds::MutexLock lock(&agent.mu);
+    agent.last_error = text;
+    return err;
+  };
+  if (pending.lost) {
+    return failed(-EIO,
+                  "the agent restarted after it acknowledged writes; those "
+                  "it had not synced are lost");
+  }
+  int error = 0;
+  std::unique_ptr<AgentClient> client = Borrow(agent, &error);
+  if (client == nullptr) {
+    return failed(-EIO,
+                  "unreachable; the writes it had not synced may be "
+                  "lost");
+  }
+  const ClientCounts before = CountsOf(*client);
+  const int rc = client->Sync(name);
+  AddCounts(agent, *client, before);
+  agent.syncs.fetch_add(1, std::memory_order_relaxed);
+  const bool restarted = client->agent_instance() != pending.instance;
+  if (rc < 0 && !client->connected()) {
+    MarkDown(agent, client->last_error());
+    return failed(-EIO, absl::StrCat(client->last_error(),
+                                     "; the writes it had not synced may be "
+                                     "lost"));
+  }
+  Return(agent, std::move(client));
+  if (restarted) {
+    return failed(-EIO,
+                  "the agent restarted after it acknowledged writes; those "
+                  "it had not synced are lost");
+  }
+  if (rc < 0) return failed(rc, strerror(-rc));
+  return 0;
+}
+
 void AgentPool::Fallback(int agent) {
   if (agent < 0 || static_cast<size_t>(agent) >= agents_.size()) {
     unrouted_.fetch_add(1, std::memory_order_relaxed);
@@ -257,6 +345,10 @@ std::string AgentPool::StatsText() const {
         " fallbacks=", a->fallbacks.load(std::memory_order_relaxed),
         " connects=", a->connects.load(std::memory_order_relaxed),
         " failures=", a->failures.load(std::memory_order_relaxed),
+        " retries=", a->retries.load(std::memory_order_relaxed),
+        " crc_errors=", a->crc_errors.load(std::memory_order_relaxed),
+        " syncs=", a->syncs.load(std::memory_order_relaxed),
+        " sync_errors=", a->sync_errors.load(std::memory_order_relaxed),
         " last_error=\"", last_error, "\"\n");
   }
   absl::StrAppend(&text, "# agents: fallbacks_no_agent_up=",

@@ -23,6 +23,13 @@
 // work by `spread` (the same key, the same agent while the set is
 // unchanged).
 //
+// Durability: with deferred_sync agents acknowledge writes before they
+// are durable, and Sync(name) (the daemon's fsync, fdatasync
+// and close) syncs the file on every agent that took a write of it since
+// its last sync (unsynced_writes.h). A sync fails (EIO) when such an agent
+// cannot be reached or restarted in between: what it had not synced may
+// be lost, as a page cache's writes are when a kernel's write-back fails.
+//
 // Thread safety: every method may be called concurrently.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_POOL_H_
 #define FGDS_BACKEND_REMOTE_AGENT_POOL_H_
@@ -39,6 +46,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "backend/remote/agent_client.h"
+#include "backend/remote/unsynced_writes.h"
 #include "common/mutex.h"
 
 namespace fgds::remote {
@@ -55,6 +63,10 @@ struct AgentPoolOptions {
   // Idle connections kept per agent (more are closed when returned).
   size_t max_idle = 16;
   bool checked = false;
+  // Agents acknowledge writes before syncing them; the caller calls Sync
+  // for durability (its fsync, fdatasync and close). false: every write
+  // is synced before its reply, for callers that never call Sync.
+  bool deferred_sync = false;
 };
 
 class AgentPool {
@@ -81,6 +93,10 @@ class AgentPool {
                 const void* data, size_t length);
   // Counts one request of `agent` (-1: none was up) served elsewhere.
   void Fallback(int agent);
+  // Makes the writes of `name` that agents acknowledged durable: 0, the
+  // agent store's -errno, or -EIO when an agent holding unsynced writes of
+  // it cannot be reached or restarted since.
+  int Sync(std::string_view name);
 
   size_t size() const { return agents_.size(); }
   // Lines for /.fgds/stats, one per agent, each ending in a newline.
@@ -96,11 +112,22 @@ class AgentPool {
   std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
   void Return(Agent& agent, std::unique_ptr<AgentClient> client);
   void MarkDown(Agent& agent, const std::string& why);
+  // One agent's part of Sync.
+  int SyncAgent(Agent& agent, std::string_view name,
+                const UnsyncedWrites::Pending& pending);
+  // Adds what `client` counted since `before` to the agent's counters.
+  struct ClientCounts {
+    uint64_t retries = 0, crc_errors = 0;
+  };
+  static ClientCounts CountsOf(const AgentClient& client);
+  void AddCounts(Agent& agent, const AgentClient& client,
+                 const ClientCounts& before);
   bool Up(const Agent& agent) const;
 
   const AgentPoolOptions options_;
   std::vector<std::unique_ptr<Agent>> agents_;
   std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
+  UnsyncedWrites unsynced_;
 };
 
 }  // namespace fgds::remote

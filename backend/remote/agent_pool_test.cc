@@ -57,6 +57,7 @@ class AgentPoolTest : public ::testing::Test {
     o.agents = addresses_;
     o.key = key_;
     o.retry_after_ms = retry_after_ms;
+    o.deferred_sync = true;  // as the ceph backend's
     o.connect_timeout_ms = 1000;
     o.io_timeout_ms = 5000;
     auto pool = AgentPool::Create(std::move(o));
@@ -209,6 +210,77 @@ TEST_F(AgentPoolTest, AWrongKeyMarksTheAgentDownWithTheReason) {
   EXPECT_NE(stats.find("does not hold our cluster key"), std::string::npos)
       << stats;
   EXPECT_NE(stats.find("fallbacks_no_agent_up=1"), std::string::npos) << stats;
+}
+
+// fsync and close: the file is synced on the agents that took writes of
+// it since its last sync, and only on those.
+TEST_F(AgentPoolTest, SyncReachesTheAgentsThatTookWritesAndOnlyThose) {
+  StartAgent("127.0.0.1");
+  StartAgent("127.0.0.1");
+  MakeFile("f", 8192);
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->Sync("f"), 0) << "nothing written, nothing to sync";
+  const std::string data = Chunk(1, 4096);
+  ASSERT_EQ(pool->Write(1, "f", 0, data.data(), data.size()), 4096);
+  EXPECT_EQ(servers_[1]->counters().syncs, 0u) << "acknowledged unsynced";
+  EXPECT_EQ(pool->Sync("f"), 0);
+  EXPECT_EQ(servers_[1]->counters().syncs, 1u);
+  EXPECT_EQ(servers_[0]->counters().syncs, 0u);
+  EXPECT_EQ(pool->Sync("f"), 0);
+  EXPECT_EQ(servers_[1]->counters().syncs, 1u) << "synced already";
+  const std::string stats = pool->StatsText();
+  EXPECT_NE(stats.find(" syncs=1 sync_errors=0 "), std::string::npos) << stats;
+}
+
+// A pool whose user never syncs (deferred_sync false, the default) gets
+// every write synced before its reply.
+TEST_F(AgentPoolTest, WithoutDeferralEachWriteIsSyncedByTheAgent) {
+  StartAgent("127.0.0.1");
+  MakeFile("f", 4096);
+  AgentPoolOptions o;
+  o.agents = addresses_;
+  o.key = key_;
+  auto pool = AgentPool::Create(std::move(o));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const std::string data = Chunk(4, 4096);
+  ASSERT_EQ((*pool)->Write(0, "f", 0, data.data(), data.size()), 4096);
+  EXPECT_EQ(servers_[0]->counters().syncs, 1u);
+  EXPECT_EQ((*pool)->Sync("f"), 0);
+  EXPECT_EQ(servers_[0]->counters().syncs, 1u) << "nothing left to sync";
+}
+
+// An agent that restarted after it acknowledged writes lost what it had
+// not synced: the next sync says so (EIO), once, and the stats say why.
+TEST_F(AgentPoolTest, ASyncAfterTheAgentRestartedFailsWithEio) {
+  StartAgent("127.0.0.1");
+  MakeFile("f", 4096);
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  const std::string data = Chunk(2, 4096);
+  ASSERT_EQ(pool->Write(0, "f", 0, data.data(), data.size()), 4096);
+  const uint16_t port = addresses_[0].port;
+  servers_.clear();
+  addresses_.clear();
+  StartAgent("127.0.0.1", port);
+  EXPECT_EQ(pool->Sync("f"), -EIO);
+  const std::string stats = pool->StatsText();
+  EXPECT_NE(stats.find("sync_errors=1"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("restarted"), std::string::npos) << stats;
+  EXPECT_EQ(pool->Sync("f"), 0) << "reported once";
+}
+
+TEST_F(AgentPoolTest, ASyncOfAnAgentThatIsGoneFailsWithEio) {
+  StartAgent("127.0.0.1");
+  MakeFile("f", 4096);
+  auto pool = Pool();
+  ASSERT_NE(pool, nullptr);
+  const std::string data = Chunk(3, 4096);
+  ASSERT_EQ(pool->Write(0, "f", 0, data.data(), data.size()), 4096);
+  servers_.clear();
+  EXPECT_EQ(pool->Sync("f"), -EIO);
+  EXPECT_NE(pool->StatsText().find("sync_errors=1"), std::string::npos)
+      << pool->StatsText();
 }
 
 TEST_F(AgentPoolTest, BadPoolsAreRefused) {

@@ -56,7 +56,7 @@ class Reader {
 
 bool KnownType(uint16_t type) {
   return type >= static_cast<uint16_t>(FrameType::kHello) &&
-         type <= static_cast<uint16_t>(FrameType::kError);
+         type <= static_cast<uint16_t>(FrameType::kSync);
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ int DecodeHello(std::span<const uint8_t> payload, HelloBody* out) {
   if (payload.size() != kHelloSize) return -EPROTO;
   Reader r(payload);
   out->flags = r.Get<uint32_t>();
-  if (r.Get<uint32_t>() != 0 || (out->flags & ~kHelloWantChecked) != 0) {
+  if (r.Get<uint32_t>() != 0 || (out->flags & ~kHelloKnownFlags) != 0) {
     return -EPROTO;
   }
   out->client_id = r.Get<uint64_t>();
@@ -126,7 +126,7 @@ void EncodeChallenge(const ChallengeBody& body, std::vector<uint8_t>* out) {
   Put<uint32_t>(out, body.credits);
   Put<uint32_t>(out, body.max_io);
   Put<uint32_t>(out, body.flags);
-  Put<uint32_t>(out, 0);
+  Put<uint32_t>(out, body.instance);
 }
 
 int DecodeChallenge(std::span<const uint8_t> payload, ChallengeBody* out) {
@@ -137,9 +137,8 @@ int DecodeChallenge(std::span<const uint8_t> payload, ChallengeBody* out) {
   out->credits = r.Get<uint32_t>();
   out->max_io = r.Get<uint32_t>();
   out->flags = r.Get<uint32_t>();
-  if (r.Get<uint32_t>() != 0 || (out->flags & ~kHelloWantChecked) != 0) {
-    return -EPROTO;
-  }
+  out->instance = r.Get<uint32_t>();
+  if ((out->flags & ~kHelloKnownFlags) != 0) return -EPROTO;
   if (out->credits == 0 || out->max_io == 0 || out->max_io > kMaxIoBytes) {
     return -EPROTO;
   }
@@ -165,13 +164,16 @@ void EncodeIo(const IoBody& body, std::vector<uint8_t>* out) {
   Put<uint32_t>(out, body.rkey);
   Put<uint16_t>(out, static_cast<uint16_t>(body.path.size()));
   Put<uint16_t>(out, 0);
-  Put<uint32_t>(out, 0);
+  Put<uint32_t>(out, body.data_crc);
   out->insert(out->end(), body.path.begin(), body.path.end());
 }
 
 int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
              IoBody* out, size_t* data_offset) {
-  if (type != FrameType::kRead && type != FrameType::kWrite) return -EPROTO;
+  if (type != FrameType::kRead && type != FrameType::kWrite &&
+      type != FrameType::kSync) {
+    return -EPROTO;
+  }
   if (payload.size() < kIoFixedSize) return -EPROTO;
   Reader r(payload);
   out->seq = r.Get<uint64_t>();
@@ -180,8 +182,10 @@ int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
   out->length = r.Get<uint32_t>();
   out->rkey = r.Get<uint32_t>();
   const uint16_t path_len = r.Get<uint16_t>();
-  if (r.Get<uint16_t>() != 0 || r.Get<uint32_t>() != 0) return -EPROTO;
+  if (r.Get<uint16_t>() != 0) return -EPROTO;
+  out->data_crc = r.Get<uint32_t>();
   if (out->length > max_io) return -EMSGSIZE;
+  if (type == FrameType::kSync && out->length != 0) return -EPROTO;
   // offset + length must fit in off_t for the store's pread/pwrite.
   if (out->offset > static_cast<uint64_t>(INT64_MAX) - out->length) {
     return -EOVERFLOW;
@@ -191,7 +195,7 @@ int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
                    path_len);
   if (int rc = CheckRelativePath(out->path); rc != 0) return rc;
   const size_t rest = payload.size() - kIoFixedSize - path_len;
-  if (type == FrameType::kRead ? rest != 0 : rest != out->length) {
+  if (type == FrameType::kWrite ? rest != out->length : rest != 0) {
     return -EPROTO;
   }
   *data_offset = kIoFixedSize + path_len;
@@ -200,7 +204,8 @@ int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
 
 void EncodeReply(const ReplyBody& body, std::vector<uint8_t>* out) {
   Put<int64_t>(out, body.result);
-  Put<uint64_t>(out, 0);
+  Put<uint32_t>(out, body.data_crc);
+  Put<uint32_t>(out, 0);
 }
 
 int DecodeReply(std::span<const uint8_t> payload, ReplyBody* out,
@@ -208,7 +213,8 @@ int DecodeReply(std::span<const uint8_t> payload, ReplyBody* out,
   if (payload.size() < kReplyFixedSize) return -EPROTO;
   Reader r(payload);
   out->result = r.Get<int64_t>();
-  if (r.Get<uint64_t>() != 0) return -EPROTO;
+  out->data_crc = r.Get<uint32_t>();
+  if (r.Get<uint32_t>() != 0) return -EPROTO;
   if (out->result < -4095) return -EPROTO;  // not an errno
   *data_offset = kReplyFixedSize;
   return 0;

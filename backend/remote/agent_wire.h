@@ -12,6 +12,7 @@
 //   agent  -> daemon kWelcome    (empty)          or kError, then close
 //   daemon -> agent  kRead       IoBody                 -> kReply + data
 //   daemon -> agent  kWrite      IoBody + data          -> kReply
+//   daemon -> agent  kSync       IoBody (path only)     -> kReply
 //   either           kError      ErrorBody (then the sender closes)
 //
 // A reply carries the request's request_id. With kFrameChecked in the
@@ -56,6 +57,10 @@ enum class FrameType : uint16_t {
   kWrite = 6,
   kReply = 7,
   kError = 8,
+  // Makes the writes the agent acknowledged for a file durable (the
+  // daemon's fsync, fdatasync and close): needed only on connections that
+  // negotiated kHelloDeferSync.
+  kSync = 9,
 };
 
 // Header flags.
@@ -69,8 +74,15 @@ struct FrameHeader {
   uint64_t request_id = 0;
 };
 
-// Hello flags: what the daemon asks for.
+// Hello flags: what the daemon asks for; the challenge's flags say what
+// the agent granted.
 inline constexpr uint32_t kHelloWantChecked = 1;  // CRC every payload
+// Writes are acknowledged once the store took them, not synced one by one;
+// the daemon sends kSync for a file when its caller needs durability.
+// Without it the agent syncs every write before its reply.
+inline constexpr uint32_t kHelloDeferSync = 2;
+inline constexpr uint32_t kHelloKnownFlags =
+    kHelloWantChecked | kHelloDeferSync;
 
 struct HelloBody {
   uint32_t flags = 0;
@@ -83,7 +95,11 @@ struct ChallengeBody {
   Proof agent_proof{};
   uint32_t credits = 0;  // requests the daemon may have outstanding
   uint32_t max_io = 0;   // the largest IoBody.length the agent accepts
-  uint32_t flags = 0;    // kHelloWantChecked if granted
+  uint32_t flags = 0;    // the hello's flags the agent granted
+  // Random per agent process (never 0 from a real agent): a daemon whose
+  // reconnection finds another instance knows the agent restarted and lost
+  // the writes it had acknowledged but not synced.
+  uint32_t instance = 0;
 };
 
 struct AuthBody {
@@ -96,18 +112,26 @@ struct AuthBody {
 // a new connection is applied once. remote_addr and rkey name the
 // daemon's memory region for RDMA transports and are 0 over TCP, where the
 // data travels in the frame.
+//
+// data_crc (and ReplyBody's): over RDMA, on a connection with checked
+// payloads, the CRC-32C of the data, which travels in no frame: a write's
+// data as the daemon has it (the agent checks what its RDMA READ got), a
+// read's as the agent RDMA-WROTE it (the daemon checks what landed). 0
+// otherwise, and ignored: over TCP the frame's CRC covers the data.
 struct IoBody {
   uint64_t seq = 0;
   uint64_t offset = 0;
   uint32_t length = 0;
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  uint32_t data_crc = 0;
   std::string path;
 };
 
 // result: bytes moved (a read may be short at end of file), or -errno.
 struct ReplyBody {
   int64_t result = 0;
+  uint32_t data_crc = 0;  // as IoBody's
 };
 
 struct ErrorBody {
@@ -129,9 +153,10 @@ int DecodeHeader(const uint8_t bytes[kFrameHeaderSize], FrameHeader* out);
 int DecodeHello(std::span<const uint8_t> payload, HelloBody* out);
 int DecodeChallenge(std::span<const uint8_t> payload, ChallengeBody* out);
 int DecodeAuth(std::span<const uint8_t> payload, AuthBody* out);
-// The IoBody part of a kRead or kWrite payload; *data_offset is where a
-// write's data starts in `payload`. For a kWrite the rest of the payload
-// must be exactly `length` bytes; a kRead has nothing after the path.
+// The IoBody part of a kRead, kWrite or kSync payload; *data_offset is
+// where a write's data starts in `payload`. For a kWrite the rest of the
+// payload must be exactly `length` bytes; a kRead or kSync has nothing
+// after the path, and a kSync's length is 0.
 // Refuses lengths above `max_io` and malformed paths (relative_path_check).
 int DecodeIo(FrameType type, std::span<const uint8_t> payload, uint32_t max_io,
              IoBody* out, size_t* data_offset);

@@ -47,7 +47,7 @@ TEST(AgentWireTest, HeaderRejections) {
       {"magic", 0, 0x00, -EPROTO},
       {"version", 4, 0x02, -EPROTONOSUPPORT},
       {"type zero", 6, 0x00, -EPROTO},
-      {"type unknown", 6, 0x09, -EPROTO},
+      {"type unknown", 6, 0x0a, -EPROTO},
       {"unknown flag", 8, 0x02, -EPROTO},
       {"reserved16", 10, 0x01, -EPROTO},
       {"crc without flag", 16, 0x01, -EPROTO},
@@ -101,6 +101,43 @@ TEST(AgentWireTest, HandshakeBodiesRoundTrip) {
   p.clear();
   EncodeChallenge(ch, &p);
   EXPECT_EQ(DecodeChallenge(p, &ch_back), -EPROTO) << "no credits";
+  ch.credits = 1;
+  ch.instance = 0xdeadbeef;
+  ch.flags = kHelloDeferSync;
+  p.clear();
+  EncodeChallenge(ch, &p);
+  ASSERT_EQ(DecodeChallenge(p, &ch_back), 0);
+  EXPECT_EQ(ch_back.instance, 0xdeadbeefu);
+  EXPECT_EQ(ch_back.flags, kHelloDeferSync);
+  ch.flags = 4;
+  p.clear();
+  EncodeChallenge(ch, &p);
+  EXPECT_EQ(DecodeChallenge(p, &ch_back), -EPROTO) << "unknown flag";
+  hello.flags = 4;
+  p.clear();
+  EncodeHello(hello, &p);
+  EXPECT_EQ(DecodeHello(p, &hello_back), -EPROTO) << "unknown hello flag";
+}
+
+TEST(AgentWireTest, ASyncNamesAFileAndNothingElse) {
+  IoBody io;
+  io.path = "dir/file";
+  std::vector<uint8_t> p;
+  EncodeIo(io, &p);
+  IoBody back;
+  size_t data_offset = 0;
+  ASSERT_EQ(DecodeIo(FrameType::kSync, p, kMaxIoBytes, &back, &data_offset), 0);
+  EXPECT_EQ(back.path, "dir/file");
+  std::vector<uint8_t> extra = p;
+  extra.push_back(0);
+  EXPECT_EQ(DecodeIo(FrameType::kSync, extra, kMaxIoBytes, &back, &data_offset),
+            -EPROTO);
+  io.length = 1;
+  p.clear();
+  EncodeIo(io, &p);
+  EXPECT_EQ(DecodeIo(FrameType::kSync, p, kMaxIoBytes, &back, &data_offset),
+            -EPROTO)
+      << "a sync has no length";
 }
 
 TEST(AgentWireTest, IoBodyRoundTripsWithWriteData) {
@@ -108,6 +145,7 @@ TEST(AgentWireTest, IoBodyRoundTripsWithWriteData) {
   io.seq = 9;
   io.offset = 1ull << 40;
   io.length = 5;
+  io.data_crc = 0x12345678;
   io.path = "dir/file";
   std::vector<uint8_t> p;
   EncodeIo(io, &p);
@@ -121,6 +159,7 @@ TEST(AgentWireTest, IoBodyRoundTripsWithWriteData) {
   EXPECT_EQ(back.seq, 9u);
   EXPECT_EQ(back.offset, 1ull << 40);
   EXPECT_EQ(back.path, "dir/file");
+  EXPECT_EQ(back.data_crc, 0x12345678u);
   EXPECT_EQ(std::memcmp(write.data() + data_offset, "hello", 5), 0);
   // A read carries no data; a write exactly `length` bytes.
   EXPECT_EQ(DecodeIo(FrameType::kRead, p, kMaxIoBytes, &back, &data_offset), 0);
@@ -178,6 +217,12 @@ TEST(AgentWireTest, ReplyAndErrorBodies) {
   p.clear();
   EncodeReply({-5000}, &p);
   EXPECT_EQ(DecodeReply(p, &reply, &data_offset), -EPROTO) << "not an errno";
+  p.clear();
+  EncodeReply({7, 0xabcdef01}, &p);
+  ASSERT_EQ(DecodeReply(p, &reply, &data_offset), 0);
+  EXPECT_EQ(reply.data_crc, 0xabcdef01u);
+  p[12] = 1;  // the reserved word after the CRC
+  EXPECT_EQ(DecodeReply(p, &reply, &data_offset), -EPROTO);
 
   p.clear();
   EncodeError({EACCES, "wrong key\x01"}, &p);

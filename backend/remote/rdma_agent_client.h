@@ -23,16 +23,33 @@
 // and up to `credits` of them are in flight at once (the agent answers
 // them in order). Results: bytes moved (short at end of file), or -errno:
 // the file's error as the agent's store reported it, or the connection's
-// (ECONNREFUSED, ETIMEDOUT, ECONNRESET, EACCES for a wrong key, EPROTO);
-// last_error() says more. A connection that fails mid-transfer gives its
-// errno even when some requests completed (a short count would mean end
-// of file), so the caller redoes the range elsewhere (reads are
-// idempotent; a write rewrites the same bytes). It also ends the
-// connection; the
-// next call connects again (one attempt), so a caller that falls back to
-// another path on an error is never blocked for longer than the timeouts.
-// No request is retried automatically here: a write's data may have
-// landed before the connection failed, and the caller decides.
+// (ECONNREFUSED, ETIMEDOUT, ECONNRESET, EACCES for a wrong key, EPROTO,
+// EBADMSG for data whose CRC did not match); last_error() says more. A
+// connection that fails mid-transfer gives its errno even when some
+// requests completed (a short count would mean end of file).
+//
+// Retries: a transfer whose connection failed (reset, timeout, a malformed
+// reply, a CRC mismatch) is redone once, whole, on a new connection, and
+// counted (retries()): reads are idempotent, and each write request keeps
+// its sequence number, so the agent applies the ones it had applied
+// already once (write_log.h). A transfer is not retried when the new
+// connection's agent takes another max_io (its requests would be cut
+// elsewhere, under other sequence numbers). So a caller that falls back
+// to another path on an error waits at most two rounds of the timeouts.
+//
+// Durability: with options.deferred_sync (if the agent grants it) a write
+// is acknowledged from the agent's store before it is durable, and Sync
+// makes a file's writes durable; without it, the agent syncs each write
+// before its reply. agent_instance() tells a restarted agent (which lost
+// what it had not synced) from a reconnected one, as over TCP
+// (agent_client.h, unsynced_writes.h).
+//
+// Checked payloads (options.checked, if the agent grants them): the data
+// travels in no frame, so its CRC-32C travels in the request (a write:
+// the agent checks what its RDMA READ got) and in the reply (a read: this
+// client checks what landed in the region). A mismatch is EBADMSG,
+// counted (crc_errors()), and retried as above. Host regions only: the
+// CPU cannot read a dma-buf's memory to sum it (EINVAL).
 //
 // Thread safety: thread-compatible (one call at a time).
 #ifndef FGDS_BACKEND_REMOTE_RDMA_AGENT_CLIENT_H_
@@ -60,6 +77,11 @@ struct RdmaAgentClientOptions {
   int io_timeout_ms = 30000;
   // The daemon's identity for write deduplication (0: chosen here).
   uint64_t client_id = 0;
+  // CRC-32C of every transfer's data, checked end to end.
+  bool checked = false;
+  // Ask the agent to acknowledge writes before syncing them (the caller
+  // then calls Sync where it needs durability).
+  bool deferred_sync = false;
 };
 
 class RdmaAgentClient {
@@ -87,11 +109,21 @@ class RdmaAgentClient {
   int64_t Write(std::string_view path, uint64_t offset,
                 const RdmaMemoryRegion& region, size_t region_offset,
                 size_t length);
+  // The file's writes acknowledged by this agent made durable: 0 or
+  // -errno. Retried once on a new connection, as a transfer.
+  int Sync(std::string_view path);
 
   uint32_t max_io() const { return max_io_; }
   uint32_t credits() const { return credits_; }
   uint64_t client_id() const { return options_.client_id; }
   uint64_t connects() const { return connects_; }
+  bool checked() const { return checked_; }
+  bool deferred_sync() const { return deferred_sync_; }
+  // The agent process this connection reached (ChallengeBody::instance).
+  uint32_t agent_instance() const { return instance_; }
+  // Transfers redone on a new connection; data whose CRC did not match.
+  uint64_t retries() const { return retries_; }
+  uint64_t crc_errors() const { return crc_errors_; }
   const std::string& last_error() const { return last_error_; }
 
  private:
@@ -101,9 +133,17 @@ class RdmaAgentClient {
   int64_t Transfer(FrameType type, std::string_view path, uint64_t offset,
                    const RdmaMemoryRegion& region, size_t region_offset,
                    size_t length);
-  // Receives the reply to `request_id`: its result, or -errno after which
-  // the connection is gone.
-  int64_t ReceiveReply(uint64_t request_id, uint32_t length);
+  // One attempt of a Transfer on the current connection; write request i
+  // has sequence number first_seq + i.
+  int64_t TransferOnce(FrameType type, std::string_view path, uint64_t offset,
+                       const RdmaMemoryRegion& region, size_t region_offset,
+                       size_t length, uint64_t first_seq);
+  // One kSync on the current connection.
+  int SyncOnce(std::string_view path);
+  // Receives the reply to `request_id`: its result (and *data_crc), or
+  // -errno after which the connection is gone.
+  int64_t ReceiveReply(uint64_t request_id, uint32_t length,
+                       uint32_t* data_crc);
   int Fail(int err, std::string message);
 
   RdmaAgentClientOptions options_;
@@ -111,9 +151,14 @@ class RdmaAgentClient {
   std::unique_ptr<RdmaConnection> conn_;
   uint32_t max_io_ = 0;
   uint32_t credits_ = 0;
+  bool checked_ = false;
+  bool deferred_sync_ = false;
+  uint32_t instance_ = 0;
   uint64_t next_request_id_ = 1;
   uint64_t next_seq_ = 1;
   uint64_t connects_ = 0;
+  uint64_t retries_ = 0;
+  uint64_t crc_errors_ = 0;
   std::string last_error_;
 };
 

@@ -252,9 +252,12 @@ TEST_F(CephAgentIoTest, UsrbioHostIovCompletionsSayTcp) {
   EXPECT_EQ(Counter("fallbacks"), 0u) << Stats();
 }
 
-// The agent dies (SIGKILL) while a writer and a reader are busy: not one
-// call fails, the file holds what was written, and the stats say the agent
-// is down and how many requests went to libcephfs instead.
+// The agent dies (SIGKILL) while a writer and a reader are busy: no read
+// or write call fails and the reads are right; the writes the agent had
+// acknowledged but not synced die with it, which the writer's fsync
+// reports (EIO, never a silent success), so the writer writes again and
+// that fsync succeeds; the stats say the agent is down and how many
+// requests went to libcephfs instead.
 TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
   const std::string data = RandomBytes(16 * kMiB, 4);
   ASSERT_TRUE(PwriteAll(agent_dir_ + "/r", data, 0, true));
@@ -269,6 +272,7 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
     }
   });
   std::atomic<int> write_errors{0};
+  std::atomic<int> first_fsync_errno{-1};
   std::atomic<uint64_t> written{0};
   std::thread writer([&] {
     int fd =
@@ -277,13 +281,18 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
       write_errors.fetch_add(1);
       return;
     }
-    for (uint64_t off = 0; off < writes.size(); off += kMiB) {
-      if (pwrite(fd, writes.data() + off, kMiB, static_cast<off_t>(off)) !=
-          static_cast<ssize_t>(kMiB)) {
-        write_errors.fetch_add(1);
+    auto write_all = [&] {
+      for (uint64_t off = 0; off < writes.size(); off += kMiB) {
+        if (pwrite(fd, writes.data() + off, kMiB, static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(kMiB)) {
+          write_errors.fetch_add(1);
+        }
+        written.store(off + kMiB);
       }
-      written.store(off + kMiB);
-    }
+    };
+    write_all();
+    first_fsync_errno = fsync(fd) == 0 ? 0 : errno;
+    write_all();  // as an application does after a failed fsync
     if (fsync(fd) != 0 || close(fd) != 0) write_errors.fetch_add(1);
   });
   // Kill it once the writer is under way (the reader loops meanwhile).
@@ -305,6 +314,9 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
   stop = true;
   reader.join();
   EXPECT_EQ(write_errors.load(), 0);
+  EXPECT_EQ(first_fsync_errno.load(), EIO)
+      << "the agent died holding acknowledged, unsynced writes";
+  EXPECT_GE(Counter("sync_errors"), 1u) << Stats();
   EXPECT_EQ(read_errors.load(), 0);
   EXPECT_TRUE(ReadAll(agent_dir_ + "/w") == writes) << "agent mount";
   EXPECT_TRUE(ReadAll(dir_ + "/w") == writes) << "the other client";
@@ -316,6 +328,41 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
       AgentField(agent_fs_->mountpoint(), agent_->address(), "last_error")
           .empty())
       << Stats();
+  std::string out;
+  agent_->Stop(&out);
+  agent_.reset();
+}
+
+// Small writes are acknowledged by the agent without a sync each; the
+// file's fsync syncs them on the agent before it returns: an agent killed
+// right after loses nothing, as another client then reads. (Without that
+// sync the agent's client would have held the bytes in its buffers, and
+// they would have died with it.)
+TEST_F(CephAgentIoTest, AfterFsyncAKilledAgentLosesNothing) {
+  const std::string path = agent_dir_ + "/d";
+  std::string model = RandomBytes(2 * kMiB, 6);
+  ASSERT_TRUE(PwriteAll(path, model, 0, true));
+  const uint64_t syncs_before = Counter("syncs");
+  int fd = open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t off = (rng() % (2 * kMiB / 4096)) * 4096;
+    const std::string piece = RandomBytes(4096, 100 + i);
+    ASSERT_EQ(pwrite(fd, piece.data(), piece.size(), static_cast<off_t>(off)),
+              4096);
+    model.replace(off, piece.size(), piece);
+  }
+  EXPECT_EQ(Counter("syncs"), syncs_before) << "synced before fsync" << Stats();
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  EXPECT_GT(Counter("syncs"), syncs_before) << Stats();
+  EXPECT_EQ(Counter("sync_errors"), 0u) << Stats();
+  EXPECT_EQ(Counter("fallbacks"), 0u) << Stats();
+  ASSERT_EQ(kill(agent_->pid(), SIGKILL), 0);
+  EXPECT_TRUE(EvictCephSession(ceph_cluster->conf, agent_->pid()));
+  EXPECT_EQ(close(fd), 0) << "nothing was written after the fsync";
+  EXPECT_TRUE(ReadAll(dir_ + "/d") == model)
+      << "the other client misses writes fsync said were durable";
   std::string out;
   agent_->Stop(&out);
   agent_.reset();

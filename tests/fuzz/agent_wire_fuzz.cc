@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (header.type) {
     case FrameType::kHello: {
       HelloBody b;
-      if (DecodeHello(payload, &b) == 0 && (b.flags & ~kHelloWantChecked))
+      if (DecodeHello(payload, &b) == 0 && (b.flags & ~kHelloKnownFlags))
         abort();
       break;
     }
@@ -40,7 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case FrameType::kRead:
-    case FrameType::kWrite: {
+    case FrameType::kWrite:
+    case FrameType::kSync: {
       IoBody b;
       size_t data_offset = 0;
       if (DecodeIo(header.type, payload, 1 << 16, &b, &data_offset) == 0) {
@@ -53,9 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             payload.size() - data_offset != b.length) {
           abort();
         }
-        if (header.type == FrameType::kRead && data_offset != payload.size()) {
+        if (header.type != FrameType::kWrite && data_offset != payload.size()) {
           abort();
         }
+        if (header.type == FrameType::kSync && b.length != 0) abort();
       }
       break;
     }

@@ -183,9 +183,11 @@ int Serve(AgentServerOptions options, std::unique_ptr<AgentStore> store,
   std::printf(
       "fgds agent: stopped by %s after %lu connections (%lu refused, %lu "
       "failed the key), %lu reads (%lu bytes), %lu writes (%lu bytes, %lu "
-      "repeats not applied)\n",
+      "repeats not applied), %lu syncs (%lu failed), %lu payloads refused "
+      "for their CRC\n",
       strsignal(signo), c.connections, c.refused_connections, c.auth_failures,
-      c.reads, c.bytes_read, c.writes, c.bytes_written, c.writes_deduplicated);
+      c.reads, c.bytes_read, c.writes, c.bytes_written, c.writes_deduplicated,
+      c.syncs, c.sync_errors, c.crc_errors);
   return 0;
 }
 

@@ -165,13 +165,13 @@ void AgentServer::Serve(ConnectionThreads<FrameStream>::Slot* slot, int fd) {
   if (handshaken.client_id != 0) {
     stream.set_checked(handshaken.checked);
     std::vector<uint8_t> buffer;
-    while (ServeRequest(stream, handshaken.client_id, buffer, peer)) {
+    while (ServeRequest(stream, handshaken, buffer, peer)) {
     }
   }
   connections_.Detach(slot);
 }
 
-bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
+bool AgentServer::ServeRequest(FrameStream& stream, const Handshaken& who,
                                std::vector<uint8_t>& buffer,
                                const std::string& peer) {
   const int timeout = options_.io_timeout_ms;
@@ -188,21 +188,26 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
     return false;
   };
   if (rc != 0) return protocol_error(-rc, "bad frame header");
-  if (header.type == FrameType::kRead) {
+  if (header.type == FrameType::kRead || header.type == FrameType::kSync) {
     if (header.payload_len > kMaxReadRequestPayload) {
-      return protocol_error(EMSGSIZE, "read request too long");
+      return protocol_error(EMSGSIZE, "request too long");
     }
     std::vector<uint8_t> request;
     if (int r = ReceiveSmall(stream, header, &request, timeout); r != 0) {
-      return r == -EBADMSG ? protocol_error(EBADMSG, "request CRC mismatch")
-                           : false;
+      if (r != -EBADMSG) return false;
+      service_.CountCrcError();
+      return protocol_error(EBADMSG, "request CRC mismatch");
     }
     IoBody io;
     size_t data_offset = 0;
     if (int r =
             DecodeIo(header.type, request, options_.max_io, &io, &data_offset);
         r != 0) {
-      return protocol_error(-r, "malformed read request");
+      return protocol_error(-r, "malformed request");
+    }
+    if (header.type == FrameType::kSync) {
+      return SendReply(stream, header.request_id, service_.Sync(io), nullptr, 0,
+                       timeout) == 0;
     }
     if (buffer.size() < io.length) buffer.resize(options_.max_io);
     const int64_t result = service_.Read(io, buffer.data());
@@ -225,6 +230,8 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
       return false;
     }
     if (stream.FinishPayload() != 0) {
+      // Nothing was applied: the daemon resends it on a new connection.
+      service_.CountCrcError();
       return protocol_error(EBADMSG, "write data CRC mismatch");
     }
     IoBody io;
@@ -236,8 +243,7 @@ bool AgentServer::ServeRequest(FrameStream& stream, uint64_t client_id,
         r != 0) {
       return protocol_error(-r, "malformed write request");
     }
-    const int64_t result =
-        service_.Write(client_id, io, buffer.data() + data_offset);
+    const int64_t result = service_.Write(who, io, buffer.data() + data_offset);
     return SendReply(stream, header.request_id, result, nullptr, 0, timeout) ==
            0;
   }

@@ -63,7 +63,7 @@ class AgentServer {
   void Admit(int fd);
   void Serve(ConnectionThreads<FrameStream>::Slot* slot, int fd);
   // One request; false when the connection must end.
-  bool ServeRequest(FrameStream& stream, uint64_t client_id,
+  bool ServeRequest(FrameStream& stream, const Handshaken& who,
                     std::vector<uint8_t>& buffer, const std::string& peer);
 
   const AgentServerOptions options_;

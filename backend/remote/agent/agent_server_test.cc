@@ -382,6 +382,46 @@ TEST_F(AgentServerTest, ARestartedAgentCostsTheClientOneRetry) {
       << client->last_error();
 }
 
+// A daemon that asked for deferred syncs gets writes acknowledged from
+// the store and syncs a file when it needs to (its fsync and close).
+TEST_F(AgentServerTest, DeferredWritesAreSyncedWhenTheDaemonAsks) {
+  StartServer();
+  MakeFile("f", {});
+  AgentClientOptions o = ClientOptions();
+  o.deferred_sync = true;
+  auto client = Connect(o);
+  ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(client->deferred_sync());
+  EXPECT_NE(client->agent_instance(), 0u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(client->Write("f", i * 4096, Pattern(4096, i).data(), 4096),
+              4096);
+  }
+  EXPECT_EQ(server_->counters().writes, 3u);
+  EXPECT_EQ(server_->counters().syncs, 0u) << "no sync per write";
+  EXPECT_EQ(client->Sync("f"), 0) << client->last_error();
+  EXPECT_EQ(server_->counters().syncs, 1u);
+  EXPECT_EQ(FileBytes("f").size(), 3u * 4096);
+  EXPECT_EQ(client->Sync("missing"), -ENOENT);
+  EXPECT_EQ(server_->counters().sync_errors, 1u);
+  EXPECT_EQ(client->Sync("../f"), -EINVAL);
+  EXPECT_EQ(client->connects(), 1u) << "a sync's error is the file's";
+}
+
+// Without deferral (what a daemon that never sends kSync gets) every
+// write is synced before its reply.
+TEST_F(AgentServerTest, WithoutDeferralEveryWriteIsSyncedBeforeItsReply) {
+  StartServer();
+  MakeFile("f", {});
+  auto client = Connect(ClientOptions());
+  ASSERT_NE(client, nullptr);
+  EXPECT_FALSE(client->deferred_sync());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(client->Write("f", i * 100, Pattern(100, i).data(), 100), 100);
+  }
+  EXPECT_EQ(server_->counters().syncs, 3u);
+}
+
 TEST_F(AgentServerTest, StopDisconnectsIdleDaemonsPromptly) {
   StartServer();
   auto a = Connect(ClientOptions());

@@ -1,6 +1,9 @@
 #include "backend/remote/agent/agent_service.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +15,15 @@ namespace {
 
 // The largest handshake payloads: a Hello (48 bytes) and an Auth (32).
 constexpr uint32_t kMaxHandshakePayload = 64;
+
+uint32_t RandomInstance() {
+  Nonce random{};
+  // Without randomness (never seen) the instance is still non-zero, and
+  // the process id keeps restarts apart.
+  uint32_t v = static_cast<uint32_t>(getpid());
+  if (MakeNonce(&random).ok()) std::memcpy(&v, random.data(), sizeof(v));
+  return v != 0 ? v : 1;
+}
 
 }  // namespace
 
@@ -29,7 +41,9 @@ absl::Status CheckServerLimits(const AgentServerOptions& options,
 
 AgentService::AgentService(const AgentServerOptions& options,
                            std::unique_ptr<AgentStore> store)
-    : options_(options), store_(std::move(store)) {}
+    : options_(options),
+      store_(std::move(store)),
+      instance_(RandomInstance()) {}
 
 AgentCounters AgentService::counters() const {
   AgentCounters c;
@@ -42,6 +56,9 @@ AgentCounters AgentService::counters() const {
   c.writes_deduplicated = counters_.writes_deduplicated.load();
   c.bytes_read = counters_.bytes_read.load();
   c.bytes_written = counters_.bytes_written.load();
+  c.syncs = counters_.syncs.load();
+  c.sync_errors = counters_.sync_errors.load();
+  c.crc_errors = counters_.crc_errors.load();
   return c;
 }
 
@@ -63,7 +80,9 @@ Handshaken AgentService::Handshake(HandshakeChannel& channel,
   ChallengeBody challenge;
   challenge.credits = options_.credits;
   challenge.max_io = options_.max_io;
-  challenge.flags = can_check_payloads ? hello.flags & kHelloWantChecked : 0;
+  challenge.flags = hello.flags & kHelloDeferSync;
+  if (can_check_payloads) challenge.flags |= hello.flags & kHelloWantChecked;
+  challenge.instance = instance_;
   if (!MakeNonce(&challenge.agent_nonce).ok() ||
       !ComputeProof(options_.key, AuthRole::kAgent, hello.client_id,
                     hello.client_nonce, challenge.agent_nonce,
@@ -97,7 +116,8 @@ Handshaken AgentService::Handshake(HandshakeChannel& channel,
     return {};
   }
   if (channel.Send(FrameType::kWelcome, {}, timeout) != 0) return {};
-  return {hello.client_id, (challenge.flags & kHelloWantChecked) != 0};
+  return {hello.client_id, (challenge.flags & kHelloWantChecked) != 0,
+          (challenge.flags & kHelloDeferSync) != 0};
 }
 
 int64_t AgentService::Read(const IoBody& io, uint8_t* buffer) {
@@ -107,12 +127,18 @@ int64_t AgentService::Read(const IoBody& io, uint8_t* buffer) {
   return result;
 }
 
-int64_t AgentService::Write(uint64_t client_id, const IoBody& io,
+int64_t AgentService::Write(const Handshaken& who, const IoBody& io,
                             const uint8_t* data) {
   bool repeated = false;
   const int64_t result = write_log_.ApplyOnce(
-      client_id, io.seq,
-      [&] { return store_->Write(io.path, io.offset, data, io.length); },
+      who.client_id, io.seq,
+      [&]() -> int64_t {
+        const int64_t n = store_->Write(io.path, io.offset, data, io.length);
+        if (n <= 0 || who.deferred_sync) return n;
+        // Not durable: no byte counts as written (the daemon falls back).
+        const int synced = SyncStore(io.path);
+        return synced < 0 ? synced : n;
+      },
       &repeated);
   if (repeated) {
     counters_.writes_deduplicated.fetch_add(1);
@@ -124,5 +150,14 @@ int64_t AgentService::Write(uint64_t client_id, const IoBody& io,
   }
   return result;
 }
+
+int AgentService::SyncStore(const std::string& path) {
+  const int rc = store_->Sync(path);
+  counters_.syncs.fetch_add(1);
+  if (rc < 0) counters_.sync_errors.fetch_add(1);
+  return rc;
+}
+
+int64_t AgentService::Sync(const IoBody& io) { return SyncStore(io.path); }
 
 }  // namespace fgds::remote

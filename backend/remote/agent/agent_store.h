@@ -10,6 +10,10 @@
 // and serves regular files only.
 //
 // Results: bytes moved (a read is short only at end of file), or -errno.
+// A write is acknowledged once the store took it (it may sit in a cache:
+// the host's page cache, the CephFS client's buffers); Sync makes every
+// write acknowledged for the file durable, and reports a failure to write
+// back any of them.
 // Thread safety: every method may be called concurrently.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
 #define FGDS_BACKEND_REMOTE_AGENT_AGENT_STORE_H_
@@ -33,6 +37,8 @@ class AgentStore {
                        size_t length) = 0;
   virtual int64_t Write(const std::string& path, uint64_t offset,
                         const void* data, size_t length) = 0;
+  // The file's data on stable storage: 0, or -errno.
+  virtual int Sync(const std::string& path) = 0;
 };
 
 // MoveAll: calls `step(done)` (which moves bytes from offset `done` on and
@@ -71,6 +77,7 @@ class DirStore : public AgentStore {
                size_t length) override;
   int64_t Write(const std::string& path, uint64_t offset, const void* data,
                 size_t length) override;
+  int Sync(const std::string& path) override;
 
  private:
   DirStore(std::string root, int root_fd)

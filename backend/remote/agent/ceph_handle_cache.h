@@ -14,6 +14,11 @@
 // handle wants no write capability, so reads through the agent do not
 // stop the daemon's own client from caching the file.
 //
+// Durability: writes through a handle may sit in the agent's client
+// buffers until Sync. A write handle is synced before it is closed (idle,
+// or over the bound), and a failure there is kept for the inode's next
+// Sync, so that no write-back error goes unreported.
+//
 // Thread safety: every method may be called concurrently.
 #ifndef FGDS_BACKEND_REMOTE_AGENT_CEPH_HANDLE_CACHE_H_
 #define FGDS_BACKEND_REMOTE_AGENT_CEPH_HANDLE_CACHE_H_
@@ -46,6 +51,9 @@ class CephHandleCache {
   // -EINVAL: not a regular file). Each success is paired with Release.
   int Acquire(uint64_t ino, bool write, Fh** fh);
   void Release(uint64_t ino, bool write);
+  // Makes every write through a handle of `ino` durable: 0, or -errno (the
+  // sync's, or one kept from a handle synced when it was closed).
+  int Sync(uint64_t ino);
 
   // Handles open now (for tests and stats).
   size_t open_handles();
@@ -60,10 +68,14 @@ class CephHandleCache {
   };
   // Opens `ino` for `write`: 0, or -errno.
   int OpenInode(uint64_t ino, bool write, Inode** in, Fh** fh);
+  // Closes a handle taken out of handles_; a write handle is synced first
+  // (CloseTaken) or, for one no write went through, not (Close).
   void Close(const Handle& handle);
+  void CloseTaken(uint64_t ino, bool write, const Handle& handle);
   // Takes out of handles_ the idle ones (idle longer than idle_ms_, or the
-  // least recently used beyond max_handles_), for the caller to Close.
-  void TakeIdle(int64_t now_ns, std::vector<Handle>* out)
+  // least recently used beyond max_handles_), for the caller to CloseTaken;
+  // write handles are counted in closing_ until then.
+  void TakeIdle(int64_t now_ns, std::vector<std::pair<Key, Handle>>* out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Sweep();
 
@@ -73,6 +85,12 @@ class CephHandleCache {
   fgds::Mutex mu_;
   fgds::CondVar wake_;
   std::map<Key, Handle> handles_ ABSL_GUARDED_BY(mu_);
+  // Write handles taken out and being synced and closed, by inode: Sync
+  // waits for them (closed_ is signalled as each finishes).
+  std::map<uint64_t, int> closing_ ABSL_GUARDED_BY(mu_);
+  fgds::CondVar closed_;
+  // Sync failures of closed write handles, for the inode's next Sync.
+  std::map<uint64_t, int> sync_errors_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread sweeper_;
 };

@@ -64,14 +64,9 @@ int64_t CephStore::MoveByInode(uint64_t ino, bool write, uint64_t offset,
                  : ceph_ll_read(cmount_, fh, off, length - done, buf + done);
   });
   int error = m.error;
-  if (write) {
-    if (error == 0 && m.bytes < length) error = -EIO;
-    // Synced before the reply, as Write below says why.
-    if (m.bytes > 0) {
-      int synced = ceph_ll_fsync(cmount_, fh, /*syncdataonly=*/1);
-      if (synced < 0) error = synced;
-    }
-  }
+  if (write && error == 0 && m.bytes < length) error = -EIO;
+  // A write sits in this client's buffers until Sync (the handle cache
+  // syncs a write handle before closing it).
   handles_->Release(ino, write);
   if (write && error < 0) return error;
   return m.bytes > 0 ? static_cast<int64_t>(m.bytes) : error;
@@ -110,16 +105,28 @@ int64_t CephStore::Write(const std::string& path, uint64_t offset,
   });
   int error = m.error;
   if (error == 0 && m.bytes < length) error = -EIO;  // wrote nothing more
-  // Written through before the reply: the daemon's fsync goes to its own
-  // libcephfs client, which never saw these bytes, so data buffered here
-  // would be lost with the agent while the application believed it synced.
-  if (m.bytes > 0) {
-    int synced = ceph_fsync(cmount_, fd, /*syncdataonly=*/1);
-    if (synced < 0) error = synced;
-  }
+  // The bytes stay in this client's buffers (the inode's, not the
+  // descriptor's) until Sync or Ceph's own write-back.
   ceph_close(cmount_, fd);
-  if (error < 0) return error;  // not durable: no byte counts as written
+  if (error < 0) return error;
   return static_cast<int64_t>(m.bytes);
+}
+
+int CephStore::Sync(const std::string& path) {
+  // The daemon's fsync goes to its own libcephfs client, which never saw
+  // the bytes written here: without this, data buffered in this client
+  // would be lost with the agent while the application believed it synced.
+  if (uint64_t ino; ParseInodeName(path, &ino)) {
+    if (!whole_fs_) return -EPERM;
+    return handles_->Sync(ino);
+  }
+  int fd = OpenFile(path, O_RDONLY);
+  if (fd < 0) return fd;
+  // Writes through descriptors closed since sit in the inode's buffers,
+  // which a sync through any descriptor of the inode writes back.
+  const int rc = ceph_fsync(cmount_, fd, /*syncdataonly=*/1);
+  ceph_close(cmount_, fd);
+  return rc;
 }
 
 }  // namespace fgds::remote

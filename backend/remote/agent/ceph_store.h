@@ -14,6 +14,10 @@
 // not tell whether the inode lies beneath its root, and refuses with
 // EPERM (the daemon then serves the request through its own client).
 //
+// Writes are acknowledged from this client's buffers; Sync writes a
+// file's back (ceph_ll_fsync), and the handle cache syncs a write handle
+// before closing it, keeping a failure for the next Sync.
+//
 // The agent acts with the credentials of its cephx client (root by
 // default): the daemon checked the user's permission when the file was
 // opened through its mount.
@@ -45,6 +49,7 @@ class CephStore : public AgentStore {
                size_t length) override;
   int64_t Write(const std::string& path, uint64_t offset, const void* data,
                 size_t length) override;
+  int Sync(const std::string& path) override;
 
  private:
   CephStore(ceph_mount_info* cmount, std::string description, bool whole_fs)

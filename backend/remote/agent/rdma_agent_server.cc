@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend/remote/crc32c.h"
 #include "backend/remote/rdma_connection.h"
 #include "common/errno_status.h"
 #include "common/log.h"
@@ -182,17 +183,19 @@ void RdmaAgentServer::Serve(ConnectionThreads<RdmaConnection>::Slot* slot,
   }
   RdmaConnection& conn = **accepted;
   connections_.Attach(slot, &conn);
-  // The data travels in no frame, so there is no payload CRC to grant
-  // (the RoCE/InfiniBand packet CRCs cover it on the wire).
+  // The data travels in no frame: with checked payloads its CRC travels in
+  // the request (writes) and the reply (reads), end to end, beyond what
+  // the RoCE/InfiniBand packet CRCs cover on the wire.
   RdmaChannel channel(conn);
   const Handshaken handshaken =
-      service_.Handshake(channel, /*can_check_payloads=*/false);
-  if (handshaken.client_id != 0) ServeRequests(conn, handshaken.client_id);
+      service_.Handshake(channel, /*can_check_payloads=*/true);
+  if (handshaken.client_id != 0) ServeRequests(conn, handshaken);
   connections_.Detach(slot);
   // The connection is torn down here, before the slot is marked finished.
 }
 
-void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
+void RdmaAgentServer::ServeRequests(RdmaConnection& conn,
+                                    const Handshaken& who) {
   const int timeout = options_.io_timeout_ms;
   // The one data buffer of this connection, registered for local access
   // only: the daemon never reaches the agent's memory.
@@ -219,15 +222,17 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
     };
     if (rc == -ECONNRESET) return;  // the daemon left, or Stop
     if (rc != 0) return protocol_error(-rc, "bad frame");
-    if (header.type != FrameType::kRead && header.type != FrameType::kWrite) {
+    if (header.type != FrameType::kRead && header.type != FrameType::kWrite &&
+        header.type != FrameType::kSync) {
       return protocol_error(EPROTO, "unexpected frame type");
     }
-    // Over RDMA neither request carries data, so both have the layout of
-    // a read request.
+    // Over RDMA no request carries data, so a write has the layout of a
+    // read request.
     IoBody io;
     size_t data_offset = 0;
-    if (int r = DecodeIo(FrameType::kRead, payload, options_.max_io, &io,
-                         &data_offset);
+    if (int r = DecodeIo(header.type == FrameType::kSync ? FrameType::kSync
+                                                         : FrameType::kRead,
+                         payload, options_.max_io, &io, &data_offset);
         r != 0) {
       return protocol_error(-r, "malformed request");
     }
@@ -235,7 +240,10 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
       return protocol_error(EPROTO, "request names no memory region");
     }
     int64_t result = 0;
-    if (header.type == FrameType::kRead) {
+    uint32_t data_crc = 0;
+    if (header.type == FrameType::kSync) {
+      result = service_.Sync(io);
+    } else if (header.type == FrameType::kRead) {
       result = service_.Read(io, buffer.data());
       if (result > 0) {
         // A failure here (the daemon's key or range is wrong, or it is
@@ -248,6 +256,9 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
                      conn.last_error().c_str());
           return;
         }
+        if (who.checked) {
+          data_crc = Crc32c(0, buffer.data(), static_cast<size_t>(result));
+        }
       }
     } else {
       if (int r = conn.Read(**region, buffer.data(), io.length, io.remote_addr,
@@ -257,10 +268,15 @@ void RdmaAgentServer::ServeRequests(RdmaConnection& conn, uint64_t client_id) {
                    conn.last_error().c_str());
         return;
       }
-      result = service_.Write(client_id, io, buffer.data());
+      if (who.checked && Crc32c(0, buffer.data(), io.length) != io.data_crc) {
+        // Nothing applied: the daemon sends it again on a new connection.
+        service_.CountCrcError();
+        return protocol_error(EBADMSG, "write data CRC mismatch");
+      }
+      result = service_.Write(who, io, buffer.data());
     }
     reply.clear();
-    EncodeReply({result}, &reply);
+    EncodeReply({result, data_crc}, &reply);
     if (conn.SendFrame(FrameType::kReply, header.request_id, reply, timeout) !=
         0) {
       return;

@@ -64,7 +64,7 @@ class RdmaAgentServer {
   void Admit(rdma_cm_id* id, const rdma_conn_param& request);
   void Serve(ConnectionThreads<RdmaConnection>::Slot* slot, rdma_cm_id* id,
              rdma_conn_param request);
-  void ServeRequests(RdmaConnection& conn, uint64_t client_id);
+  void ServeRequests(RdmaConnection& conn, const Handshaken& who);
 
   const AgentServerOptions options_;
   AgentService service_;

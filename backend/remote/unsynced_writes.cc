@@ -1,0 +1,67 @@
+#include "backend/remote/unsynced_writes.h"
+
+#include <utility>
+
+namespace fgds::remote {
+
+void UnsyncedWrites::Note(std::string_view name, int agent, uint32_t instance) {
+  fgds::MutexLock lock(&mu_);
+  std::vector<Pending>& pending = files_[std::string(name)].pending;
+  for (Pending& p : pending) {
+    if (p.agent != agent) continue;
+    if (p.instance != instance) {
+      p.lost = true;
+      p.instance = instance;
+    }
+    return;
+  }
+  pending.push_back({agent, instance, false});
+}
+
+UnsyncedWrites::Sync UnsyncedWrites::BeginSync(std::string_view name) {
+  Sync sync;
+  fgds::MutexLock lock(&mu_);
+  auto it = files_.find(std::string(name));
+  if (it == files_.end()) return sync;  // nothing written, nothing under way
+  File* file = &it->second;
+  if (file->syncing) {
+    const uint64_t seen = file->syncs_done;
+    ++file->waiters;
+    // The entry stays while it has waiters (EndSync erases none then), so
+    // `file` stays valid across the waits.
+    while (file->syncing) synced_.Wait(&mu_);
+    --file->waiters;
+    if (file->failed_at > seen) sync.earlier_error = file->failure;
+  }
+  sync.pending = std::move(file->pending);
+  file->pending.clear();
+  file->syncing = true;
+  sync.began = true;
+  return sync;
+}
+
+void UnsyncedWrites::EndSync(std::string_view name, const Sync& sync,
+                             int result) {
+  if (!sync.began) return;
+  {
+    fgds::MutexLock lock(&mu_);
+    auto it = files_.find(std::string(name));
+    if (it == files_.end()) return;  // cannot be: the entry was syncing
+    File& file = it->second;
+    file.syncing = false;
+    ++file.syncs_done;
+    if (result < 0) {
+      file.failed_at = file.syncs_done;
+      file.failure = result;
+    }
+    if (file.pending.empty() && file.waiters == 0) files_.erase(it);
+  }
+  synced_.SignalAll();
+}
+
+size_t UnsyncedWrites::files() {
+  fgds::MutexLock lock(&mu_);
+  return files_.size();
+}
+
+}  // namespace fgds::remote

@@ -1,0 +1,82 @@
+// File: backend/remote/unsynced_writes.h
+//
+// UnsyncedWrites: which agents hold writes of which file that they
+// acknowledged but have not made durable yet (agents that granted
+// kHelloDeferSync), so that the daemon's fsync and close sync exactly
+// those agents (AgentPool::Sync), and so that an agent that restarted in
+// between, losing what it had buffered, is reported rather than silently
+// synced on its new instance.
+//
+// Example:
+//   unsynced.Note("@inode/42", agent, client->agent_instance());
+//   UnsyncedWrites::Sync s = unsynced.BeginSync("@inode/42");
+//   for (const auto& p : s.pending) ... sync p.agent ...
+//   unsynced.EndSync("@inode/42", s, result);
+//
+// Syncs of one file run one at a time: a second fsync must not return
+// while the writes the first one took are still being synced, and it
+// reports the first one's failure if that failed while it waited.
+//
+// Bounded by the files written since their last sync: the daemon syncs a
+// file at its fsync and at every close (FUSE flush).
+//
+// Thread safety: every method may be called concurrently.
+#ifndef FGDS_BACKEND_REMOTE_UNSYNCED_WRITES_H_
+#define FGDS_BACKEND_REMOTE_UNSYNCED_WRITES_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "common/mutex.h"
+
+namespace fgds::remote {
+
+class UnsyncedWrites {
+ public:
+  struct Pending {
+    int agent = 0;
+    uint32_t instance = 0;  // the agent process that took the last write
+    // The writes went to more than one instance of the agent: the earlier
+    // one is gone, with whatever it had not synced.
+    bool lost = false;
+  };
+
+  struct Sync {
+    std::vector<Pending> pending;  // the agents to sync
+    int earlier_error = 0;  // a sync of the file that failed while waiting
+    bool began = false;     // EndSync is due
+  };
+
+  // A write to `name` acknowledged, not yet durable, by `agent` running
+  // as `instance`.
+  void Note(std::string_view name, int agent, uint32_t instance);
+  // Waits for a sync of `name` under way, then takes what `name` has
+  // pending: the caller syncs each and calls EndSync if began. Writes
+  // noted meanwhile are pending again (for the next sync).
+  Sync BeginSync(std::string_view name);
+  // `result`: 0, or the -errno the sync returned.
+  void EndSync(std::string_view name, const Sync& sync, int result);
+  // Files with writes pending or a sync under way (for tests and stats).
+  size_t files();
+
+ private:
+  struct File {
+    std::vector<Pending> pending;
+    bool syncing = false;
+    int waiters = 0;
+    uint64_t syncs_done = 0;
+    uint64_t failed_at = 0;  // syncs_done when the last failure ended
+    int failure = 0;         // its -errno
+  };
+  fgds::Mutex mu_;
+  fgds::CondVar synced_;
+  std::unordered_map<std::string, File> files_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace fgds::remote
+
+#endif  // FGDS_BACKEND_REMOTE_UNSYNCED_WRITES_H_
