@@ -265,6 +265,8 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
     Iov iov(&s.s, kMiB);
     fgds_ior_params p = {};
     p.entries = 64;
+    // Through the page cache (O_DIRECT reads never take the inline path).
+    p.flags = FGDS_IOR_BUFFERED;
     Ior ior(&s.s, &p);
     int fd = open((mnt + "/small").c_str(), O_RDONLY);
     int id = fgds_fd_register(&s.s, fd, 0);
@@ -318,7 +320,9 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
   EXPECT_EQ(RunChild([&] {
               Session s(mnt);
               Iov iov(&s.s, kMiB);
-              Ior ior(&s.s);
+              fgds_ior_params p = {};
+              p.flags = FGDS_IOR_BUFFERED;
+              Ior ior(&s.s, &p);
               int fd = open((mnt + "/small").c_str(), O_RDONLY);
               int id = fgds_fd_register(&s.s, fd, 0);
               close(fd);
