@@ -107,11 +107,13 @@ void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
       read_of.push_back(static_cast<uint32_t>(choices.size()));
       NowaitRead read{choice.fd, request.buf,
                       static_cast<uint32_t>(request.len), request.offset, 0};
-      // Keys for the thread ring's fixed files and buffers: the buffered
-      // descriptor is the File's own (InlineCandidate: kPageCache), and
+      // Keys for the thread ring's fixed files and buffers: the key names
+      // the File's own descriptor (kPageCache reads use it), and
       // the region, when there is one, holds the buffer (the ring checked
       // the range).
-      read.file_key = &request.file->registration_key;
+      if (choice.fd == request.file->fd) {
+        read.file_key = &request.file->registration_key;
+      }
       if (request.region != nullptr) {
         read.region_key = &request.region->registration_key();
         read.region_base = request.region->base();
