@@ -84,6 +84,29 @@ NowaitRead Keyed(const KeyedFile& f, const KeyedRegion& r, size_t at,
   return read;
 }
 
+// ReadNowait, with reads that found their pages missing (-EAGAIN: another
+// process on the machine may drop the page cache at any time) read again
+// after a pread brought the pages back, through ReadNowait too.
+void ReadCached(std::vector<NowaitRead>& reads) {
+  ReadNowait(std::span<NowaitRead>(reads));
+  std::string scratch;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::vector<NowaitRead> again;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < reads.size(); ++i) {
+      if (reads[i].result != -EAGAIN) continue;
+      scratch.resize(reads[i].len);
+      (void)!pread(reads[i].fd, scratch.data(), reads[i].len,
+                   static_cast<off_t>(reads[i].offset));
+      again.push_back(reads[i]);
+      index.push_back(i);
+    }
+    if (again.empty()) return;
+    ReadNowait(std::span<NowaitRead>(again));
+    for (size_t k = 0; k < again.size(); ++k) reads[index[k]] = again[k];
+  }
+}
+
 // 16 reads of 4 KiB from `f` into `r`, checked.
 void ReadSixteen(const KeyedFile& f, const KeyedRegion& r, uint64_t seed) {
   std::vector<NowaitRead> reads;
@@ -91,7 +114,7 @@ void ReadSixteen(const KeyedFile& f, const KeyedRegion& r, uint64_t seed) {
     const uint64_t offset = ((seed + i) * 7919 * 4096) % (kFileSize - 4096);
     reads.push_back(Keyed(f, r, i * 4096, 4096, offset));
   }
-  ReadNowait(std::span<NowaitRead>(reads));
+  ReadCached(reads);
   for (size_t i = 0; i < reads.size(); ++i) {
     ASSERT_EQ(reads[i].result, 4096) << i;
     ASSERT_EQ(memcmp(r.base + i * 4096, f.data.data() + reads[i].offset, 4096),
@@ -119,8 +142,9 @@ TEST(NowaitFixedTest, KeyedReadsGoThroughFixedFilesAndBuffers) {
     const NowaitFixedStats s = NowaitThreadFixedStats();
     EXPECT_EQ(s.files, 1u);
     EXPECT_EQ(s.buffers, 1u);
-    EXPECT_EQ(s.fixed_file_reads, 32u);
-    EXPECT_EQ(s.fixed_buffer_reads, 32u);
+    // Every read (and any read again after -EAGAIN) went through both.
+    EXPECT_GE(s.fixed_file_reads, 32u);
+    EXPECT_EQ(s.fixed_buffer_reads, s.fixed_file_reads);
     EXPECT_TRUE(NowaitHoldsRegistrations());
     ReleaseNowaitRegistrations();
     EXPECT_FALSE(NowaitHoldsRegistrations());
@@ -204,7 +228,7 @@ TEST(NowaitFixedTest, FallingBehindTheRetiredLogDropsEverything) {
     }
     KeyedFile g('f');
     std::vector<NowaitRead> one = {Keyed(g, r, 0, 4096, 0)};
-    ReadNowait(std::span<NowaitRead>(one));
+    ReadCached(one);
     ASSERT_EQ(one[0].result, 4096);
     EXPECT_EQ(memcmp(r.base, g.data.data(), 4096), 0);
     // Only what this batch registered again: g's file and r's window.
@@ -229,7 +253,7 @@ TEST(NowaitFixedTest, MoreFilesThanSlotsStillReadRight) {
         const KeyedFile& f = *files[(i * 5 + round * 17) % files.size()];
         reads.push_back(Keyed(f, r, i * 4096, 4096, i * 4096));
       }
-      ReadNowait(std::span<NowaitRead>(reads));
+      ReadCached(reads);
       for (size_t i = 0; i < 64; ++i) {
         const KeyedFile& f = *files[(i * 5 + round * 17) % files.size()];
         ASSERT_EQ(reads[i].result, 4096);
@@ -248,18 +272,18 @@ TEST(NowaitFixedTest, ReadsAcrossAWindowEdgeOrOutsideTheRegionGoByAddress) {
     // Straddles the 1 MiB window edge: by address, same bytes.
     NowaitRead across = Keyed(f, r, (1 << 20) - 2048, 4096, 8192);
     std::vector<NowaitRead> reads = {across};
-    ReadNowait(std::span<NowaitRead>(reads));
+    ReadCached(reads);
     ASSERT_EQ(reads[0].result, 4096);
     EXPECT_EQ(memcmp(r.base + (1 << 20) - 2048, f.data.data() + 8192, 4096), 0);
     EXPECT_EQ(NowaitThreadFixedStats().fixed_buffer_reads, 0u);
-    EXPECT_EQ(NowaitThreadFixedStats().fixed_file_reads, 1u);
+    EXPECT_GE(NowaitThreadFixedStats().fixed_file_reads, 1u);
     // A region that does not hold the buffer (a caller's mistake): by
     // address, never a fixed buffer over the wrong pages.
     std::string other(4096, '\0');
     NowaitRead wrong = Keyed(f, r, 0, 4096, 0);
     wrong.buf = other.data();
     reads = {wrong};
-    ReadNowait(std::span<NowaitRead>(reads));
+    ReadCached(reads);
     ASSERT_EQ(reads[0].result, 4096);
     EXPECT_EQ(memcmp(other.data(), f.data.data(), 4096), 0);
     EXPECT_EQ(NowaitThreadFixedStats().fixed_buffer_reads, 0u);
@@ -273,13 +297,16 @@ TEST(NowaitFixedTest, SwitchedOffReadsByDescriptorAndDropsWhatItHeld) {
     KeyedRegion r(64 << 10);
     ReadSixteen(f, r, 1);
     ASSERT_TRUE(NowaitHoldsRegistrations());
+    const NowaitFixedStats on = NowaitThreadFixedStats();
     SetNowaitFixed(false);
     ReadSixteen(f, r, 2);
-    const NowaitFixedStats s = NowaitThreadFixedStats();
+    const NowaitFixedStats off = NowaitThreadFixedStats();
     SetNowaitFixed(true);
     EXPECT_FALSE(NowaitHoldsRegistrations());
-    EXPECT_EQ(s.fixed_file_reads, 16u);  // the first batch only
-    EXPECT_EQ(s.fixed_buffer_reads, 16u);
+    EXPECT_GE(on.fixed_file_reads, 16u);
+    // None of the second batch's reads went through a table.
+    EXPECT_EQ(off.fixed_file_reads, on.fixed_file_reads);
+    EXPECT_EQ(off.fixed_buffer_reads, on.fixed_buffer_reads);
   });
 }
 
