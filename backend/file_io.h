@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "backend/registration_key.h"
 #include "common/io/io_engine.h"
 
 namespace fgds::backend {
@@ -50,8 +51,13 @@ class MemoryRegion {
   // checked when the region was mapped; I/O with files elsewhere must not
   // target it. 0: not checked (tests).
   dev_t route_device() const { return route_device_; }
+  // Names this region in kernel tables that pin its pages (the ring
+  // workers' io_uring buffers, local/nowait_reader.h): never reused, so a
+  // new region at the same address is never taken for this one.
+  const RegistrationKey& registration_key() const { return key_; }
 
  private:
+  const RegistrationKey key_;
   char* const base_;
   const uint64_t size_;
   const Kind kind_;

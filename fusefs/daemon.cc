@@ -282,6 +282,7 @@ static void StartSessions(const DaemonOptions& options,
       static_cast<uint32_t>(options.usrbio_max_batch);
   session_options.rings.inline_reads = options.usrbio_inline_reads;
   backend::SetNowaitUring(options.usrbio_inline_uring);
+  backend::SetNowaitFixed(options.usrbio_fixed);
   session_options.rings.max_helpers =
       options.usrbio_helpers >= 0
           ? static_cast<uint32_t>(options.usrbio_helpers)

@@ -73,6 +73,8 @@ const char* MountUsage() {
          "  --usrbio-inline-uring 0|1  a ring worker's cached reads go to "
          "the kernel in one io_uring_enter per turn (default 1; 0: one "
          "preadv2 each)\n"
+         "  --usrbio-fixed 0|1    those reads use io_uring registered files "
+         "and buffers on each worker's ring (default 1)\n"
          "  --usrbio-inline-reads 0|1  ring workers copy cached reads "
          "themselves (default 1; 0: every entry goes to the io_uring "
          "workers)\n"
@@ -307,7 +309,7 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
                arg == "--threads" || arg == "--usrbio-ring-workers" ||
                arg == "--usrbio-max-spin-us" || arg == "--usrbio-max-batch" ||
                arg == "--usrbio-inline-reads" || arg == "--usrbio-helpers" ||
-               arg == "--usrbio-inline-uring") {
+               arg == "--usrbio-inline-uring" || arg == "--usrbio-fixed") {
       if (auto st = value(&v); !st.ok()) return st;
       int n;
       if (!absl::SimpleAtoi(v, &n) || n < 0) return BadValue(arg, v);
@@ -339,6 +341,9 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       } else if (arg == "--usrbio-inline-uring") {
         if (n > 1) return BadValue(arg, v);
         options.usrbio_inline_uring = n == 1;
+      } else if (arg == "--usrbio-fixed") {
+        if (n > 1) return BadValue(arg, v);
+        options.usrbio_fixed = n == 1;
       } else if (arg == "--usrbio-inline-reads") {
         if (n > 1) return BadValue(arg, v);
         options.usrbio_inline_reads = n == 1;

@@ -115,6 +115,9 @@ struct DaemonOptions {
   // Ring workers' cached reads go to the kernel in one io_uring_enter per
   // turn (backend/local/nowait_reader.h); false: one preadv2 each.
   bool usrbio_inline_uring = true;
+  // Those reads use io_uring fixed files and buffers registered on each
+  // worker's ring (nowait_reader.h); false: by descriptor and address.
+  bool usrbio_fixed = true;
   // Ring workers copy cached reads themselves (ring.h); false: every entry
   // goes to the io_uring workers.
   bool usrbio_inline_reads = true;

@@ -27,6 +27,7 @@ TEST(OptionsTest, DefaultsWithOnlyMountpoint) {
   // usrbio helpers and batched inline reads: by the machine, and on.
   EXPECT_EQ(options->usrbio_helpers, -1);
   EXPECT_TRUE(options->usrbio_inline_uring);
+  EXPECT_TRUE(options->usrbio_fixed);
 }
 
 TEST(OptionsTest, BackendIsChosenByName) {
@@ -140,6 +141,8 @@ TEST(OptionsTest, AllFlags) {
                         "0",
                         "--usrbio-inline-uring",
                         "0",
+                        "--usrbio-fixed",
+                        "0",
                         "--gpus",
                         "0,0000:3b:00.0",
                         "-o",
@@ -164,6 +167,7 @@ TEST(OptionsTest, AllFlags) {
   EXPECT_FALSE(options->usrbio_inline_reads);
   EXPECT_EQ(options->usrbio_helpers, 0);
   EXPECT_FALSE(options->usrbio_inline_uring);
+  EXPECT_FALSE(options->usrbio_fixed);
   EXPECT_EQ(options->gpus, "0,0000:3b:00.0");
   EXPECT_EQ(options->fuse_options, std::vector<std::string>{"debug"});
 }
@@ -261,6 +265,7 @@ TEST(OptionsTest, ErrorsNameTheProblem) {
       {{"--usrbio-inline-reads", "2", "/m"}, "--usrbio-inline-reads"},
       {{"--usrbio-helpers", "65", "/m"}, "--usrbio-helpers"},
       {{"--usrbio-inline-uring", "2", "/m"}, "--usrbio-inline-uring"},
+      {{"--usrbio-fixed", "2", "/m"}, "--usrbio-fixed"},
       {{"--gpus", "0,,1", "/m"}, "--gpus: GPU list \"0,,1\" has an empty"},
       {{"--gpus", "gpu0", "/m"}, "\"gpu0\" is neither an index"},
       {{"/m", "--gpus"}, "--gpus needs a value"},

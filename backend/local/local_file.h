@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/local/inode_table.h"
+#include "backend/registration_key.h"
 
 namespace fgds::backend {
 
@@ -50,6 +51,11 @@ class File {
   // The file system refused a read with RWF_NOWAIT (EOPNOTSUPP): cached
   // reads go to the engine without asking again (local_io.cc).
   std::atomic<bool> nowait_refused{false};
+  // Names this open file in the ring workers' io_uring file tables
+  // (nowait_reader.h). Destroyed, and its retirement logged, after ~File's
+  // body closed fd: a table's reference then keeps the open file alive
+  // only until that table catches up.
+  const RegistrationKey registration_key;
 
  private:
   static constexpr int kTwinNotOpened = -2;

@@ -105,9 +105,21 @@ void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
     request.completion->set_path(choice.path);
     if (choice.error == 0 && InlineCandidate(request, choice)) {
       read_of.push_back(static_cast<uint32_t>(choices.size()));
-      reads.push_back(NowaitRead{choice.fd, request.buf,
-                                 static_cast<uint32_t>(request.len),
-                                 request.offset, 0});
+      NowaitRead read{choice.fd, request.buf,
+                      static_cast<uint32_t>(request.len), request.offset, 0};
+      // Keys for the thread ring's fixed files and buffers: the key names
+      // the File's own descriptor (kPageCache reads use it), and
+      // the region, when there is one, holds the buffer (the ring checked
+      // the range).
+      if (choice.fd == request.file->fd) {
+        read.file_key = &request.file->registration_key;
+      }
+      if (request.region != nullptr) {
+        read.region_key = &request.region->registration_key();
+        read.region_base = request.region->base();
+        read.region_size = request.region->size();
+      }
+      reads.push_back(read);
     }
     choices.push_back(choice);
   }

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "backend/local/nowait_reader.h"
 #include "common/errno_status.h"
 #include "common/log.h"
 #include "fusefs/session/client_eventfd.h"
@@ -29,6 +30,9 @@ namespace {
 constexpr uint64_t kWakeBit = 1;
 // The worker's own control eventfd.
 constexpr uint64_t kControl = 0;
+// How long a worker with nothing to serve keeps its io_uring
+// registrations before dropping them (Worker::Run).
+constexpr timespec kReleaseIdle = {0, 100 * 1000 * 1000};
 
 unsigned DefaultWorkers() {
   cpu_set_t set;
@@ -303,8 +307,21 @@ void RingWorkerPool::Worker::Run() {
     // Idle only while it would sleep with nothing to serve: a claim
     // (OfferHelp) clears the flag and wakes it.
     if (timeout == nullptr) idle_.store(true, std::memory_order_release);
+    // Files and buffers this thread's io_uring holds registered
+    // (backend/local/nowait_reader.h) keep open files and pinned pages
+    // alive: a worker with nothing to serve keeps them for kReleaseIdle
+    // (a client pausing briefly finds them still there), then drops them
+    // and sleeps for good. One wakeup per idle period: a sleeping client
+    // still costs nothing.
+    const bool release_if_quiet =
+        timeout == nullptr && backend::NowaitHoldsRegistrations();
+    if (release_if_quiet) {
+      ts = kReleaseIdle;
+      timeout = &ts;
+    }
     int n = epoll_pwait2(epoll_fd_, events, 64, timeout, nullptr);
     idle_.store(false, std::memory_order_relaxed);
+    if (release_if_quiet && n == 0) backend::ReleaseNowaitRegistrations();
     if (n < 0) {
       if (errno != EINTR) {
         LogWarning("usrbio ring worker: epoll_pwait2: %s", strerror(errno));

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -195,6 +197,166 @@ TEST_F(UsrbioTest, KilledClientLeavesNothingBehind) {
       << CountUsrbioMappings(daemon) << " usrbio mappings left";
   // And the daemon still serves new sessions.
   EXPECT_EQ(RunChild([&] { return ClientWriteReadVerify(mnt, "after", 42); }),
+            0);
+}
+
+// What the daemon's io_urings hold registered (their /proc fdinfo): files
+// whose path contains `backing`, and buffers. The ring workers register the
+// files and iovs of cached reads (backend/local/nowait_reader.h).
+struct Registered {
+  int files = 0;
+  int buffers = 0;
+};
+Registered RegisteredInDaemon(pid_t pid, const std::string& backing) {
+  Registered r;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/fd", ec)) {
+    std::error_code link_ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), link_ec);
+    if (link_ec || target.string() != "anon_inode:[io_uring]") continue;
+    std::ifstream info(dir + "/fdinfo/" + entry.path().filename().string());
+    enum { kOther, kFiles, kBufs } section = kOther;
+    for (std::string line; std::getline(info, line);) {
+      if (line.rfind("UserFiles:", 0) == 0) {
+        section = kFiles;
+      } else if (line.rfind("UserBufs:", 0) == 0) {
+        section = kBufs;
+      } else if (!line.empty() && line[0] != ' ') {
+        section = kOther;  // the next section's header
+      } else if (section == kFiles && line.find(backing) != std::string::npos) {
+        ++r.files;
+      } else if (section == kBufs && line.find("0x") != std::string::npos) {
+        ++r.buffers;
+      }
+    }
+  }
+  return r;
+}
+
+TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
+  // The hostile case of the fixed files and buffers: a client whose cached
+  // 4 KiB reads go through the ring workers' registered file and buffer
+  // tables is killed with its ring full. Its file and its iov's pinned
+  // pages must go from every table (not stay held by an idle worker), and
+  // the next client, whose iov the daemon may well map at the dead one's
+  // address, must get its own bytes, not have them copied into the dead
+  // client's pinned pages.
+  if (TestingCeph()) {
+    GTEST_SKIP() << "the fixed tables are the local backend's";
+  }
+  constexpr uint64_t kSize = 4 * kMiB;
+  constexpr uint64_t kSeed = 77;
+  {
+    std::vector<char> data(kSize);
+    FillPattern(data.data(), kSize, kSeed, 0);
+    int fd = open(Mnt("small").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_EQ(write(fd, data.data(), data.size()),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+  }
+  const pid_t daemon = fs_->daemon_pid();
+  const std::string backing = fs_->backing();
+  const std::string mnt = fs_->mountpoint();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t victim = fork();
+  if (victim == 0) {
+    close(ready[0]);
+    Session s(mnt);
+    Iov iov(&s.s, kMiB);
+    fgds_ior_params p = {};
+    p.entries = 64;
+    // Through the page cache (O_DIRECT reads never take the inline path).
+    p.flags = FGDS_IOR_BUFFERED;
+    Ior ior(&s.s, &p);
+    int fd = open((mnt + "/small").c_str(), O_RDONLY);
+    int id = fgds_fd_register(&s.s, fd, 0);
+    if (s.open_result || iov.result || ior.result || id < 0) _exit(1);
+    fgds_cqe cqes[64];
+    uint64_t done = 0;
+    bool told = false;
+    // 4 KiB reads all over the file, the ring kept full, until killed
+    // (after the first pass the pages are cached: the inline path).
+    for (uint64_t n = 0;; ++n) {
+      while (fgds_prep_read(&ior.ior, &iov.iov, iov.at((n % 256) * 4096), id,
+                            ((n * 7919) % (kSize / 4096)) * 4096, 4096,
+                            n) == 0) {
+        ++n;
+      }
+      fgds_ior_submit(&ior.ior);
+      const int got = fgds_ior_wait(&ior.ior, cqes, 64, 1, -1);
+      if (got < 0) _exit(2);
+      for (int i = 0; i < got; ++i) {
+        if (cqes[i].result != 4096) _exit(3);
+      }
+      done += static_cast<uint64_t>(got);
+      if (!told && done > 20000) told = write(ready[1], "r", 1) == 1;
+    }
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the victim never got going";
+  close(ready[0]);
+  // While it runs, its file and iov are in a worker's tables (otherwise
+  // this test would not exercise the fixed path at all).
+  EXPECT_TRUE(Eventually([&] {
+    const Registered r = RegisteredInDaemon(daemon, backing);
+    return r.files > 0 && r.buffers > 0;
+  })) << "the victim's reads never went through fixed files and buffers";
+  kill(victim, SIGKILL);
+  int status = 0;
+  waitpid(victim, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "victim exited " << status;
+
+  Registered left;
+  EXPECT_TRUE(Eventually([&] {
+    left = RegisteredInDaemon(daemon, backing);
+    return left.files == 0 && left.buffers == 0;
+  })) << left.files
+      << " files and " << left.buffers
+      << " buffers still registered after the client died";
+  EXPECT_TRUE(Eventually([&] { return CountUsrbioMappings(daemon) == 0; }))
+      << CountUsrbioMappings(daemon) << " usrbio mappings left";
+  // The next client: the same reads, each checked against the file.
+  EXPECT_EQ(RunChild([&] {
+              Session s(mnt);
+              Iov iov(&s.s, kMiB);
+              fgds_ior_params p = {};
+              p.flags = FGDS_IOR_BUFFERED;
+              Ior ior(&s.s, &p);
+              int fd = open((mnt + "/small").c_str(), O_RDONLY);
+              int id = fgds_fd_register(&s.s, fd, 0);
+              close(fd);
+              if (s.open_result || iov.result || ior.result || id < 0) {
+                return 1;
+              }
+              std::vector<fgds_cqe> cqes(32);
+              for (uint64_t round = 0; round < 64; ++round) {
+                memset(iov.at(0), 0, 32 * 4096);
+                for (uint64_t i = 0; i < 32; ++i) {
+                  const uint64_t off =
+                      (((round * 32 + i) * 7919) % (kSize / 4096)) * 4096;
+                  if (fgds_prep_read(&ior.ior, &iov.iov, iov.at(i * 4096), id,
+                                     off, 4096, off) != 0) {
+                    return 2;
+                  }
+                }
+                if (SubmitAndWaitAll(&ior.ior, cqes.data(), 32) != 32) return 3;
+                for (const fgds_cqe& cqe : cqes) {
+                  if (cqe.result != 4096) return 4;
+                }
+                for (uint64_t i = 0; i < 32; ++i) {
+                  const uint64_t off =
+                      (((round * 32 + i) * 7919) % (kSize / 4096)) * 4096;
+                  if (!MatchesPattern(iov.at(i * 4096), 4096, kSeed, off)) {
+                    return 5;
+                  }
+                }
+              }
+              return 0;
+            }),
             0);
 }
 
