@@ -60,6 +60,10 @@ struct RdmaAgentClientOptions {
   int io_timeout_ms = 30000;
   // The daemon's identity for write deduplication (0: chosen here).
   uint64_t client_id = 0;
+  // The protection domain to connect in (null: one of its own), so that
+  // clients sharing it share their memory regions (agent_pool.h). It must
+  // belong to the device the route to the agent leads to.
+  std::shared_ptr<RdmaProtectionDomain> pd;
 };
 
 class RdmaAgentClient {
@@ -93,6 +97,12 @@ class RdmaAgentClient {
   uint64_t client_id() const { return options_.client_id; }
   uint64_t connects() const { return connects_; }
   const std::string& last_error() const { return last_error_; }
+  // Whether the connection is up: false after a failure of the connection
+  // (the next call connects again), true after a file's error.
+  bool connected() const { return conn_ != nullptr; }
+  // Where regions for this client are registered (null before the first
+  // connection, unless given in the options).
+  const std::shared_ptr<RdmaProtectionDomain>& domain() const { return pd_; }
 
  private:
   explicit RdmaAgentClient(RdmaAgentClientOptions options);
