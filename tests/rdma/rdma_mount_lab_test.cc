@@ -125,6 +125,13 @@ class RdmaMountLabTest : public ::testing::Test {
     }
     return text.substr(from, text.find(' ', from) - from);
   }
+  // The agent's whole stats line, for the lab's log.
+  std::string AgentLine() {
+    const std::string stats = Stats();
+    const size_t line = stats.find("# agent rdma://");
+    if (line == std::string::npos) return "(no agent line)";
+    return stats.substr(line, stats.find('\n', line) - line);
+  }
   uint64_t Counter(const std::string& field) {
     const std::string v = Field(field);
     return v.empty() ? ~0ull : std::stoull(v);
@@ -156,6 +163,7 @@ TEST_F(RdmaMountLabTest, PosixBytesGoThroughTheRdmaAgent) {
   EXPECT_TRUE(ReadAll(fs_->mountpoint() + "/g") == other) << "read differs";
   EXPECT_GE(Counter("read_bytes"), other.size()) << Stats();
   EXPECT_EQ(Counter("fallbacks"), 0u) << Stats();
+  fprintf(stderr, "FGDS-RDMA-MOUNT posix: %s\n", AgentLine().c_str());
   EXPECT_EQ(agent_->Stop(nullptr), 0);
   agent_.reset();
 }
@@ -220,6 +228,7 @@ TEST_F(RdmaMountLabTest, UsrbioHostIovsAreRegisteredAndSayRdma) {
   EXPECT_EQ(Counter("iov_registrations"), 1u) << Stats();
   EXPECT_EQ(Counter("iov_registration_failures"), 0u) << Stats();
   EXPECT_EQ(Counter("fallbacks"), 0u) << Stats();
+  fprintf(stderr, "FGDS-RDMA-MOUNT usrbio: %s\n", AgentLine().c_str());
 }
 
 // The agent dies (SIGKILL) while a writer and a reader are busy: no call
@@ -264,7 +273,9 @@ TEST_F(RdmaMountLabTest, AKilledAgentCostsOnlyTheFallback) {
     }
     if (fsync(fd) != 0 || close(fd) != 0) write_errors.fetch_add(1);
   });
-  while (written.load() < 2 * kMiB && write_errors.load() == 0) {
+  // Killed once both are under way through the agent.
+  while ((written.load() < 2 * kMiB || reads_done.load() < 1) &&
+         write_errors.load() == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ASSERT_EQ(kill(agent_->pid(), SIGKILL), 0);
