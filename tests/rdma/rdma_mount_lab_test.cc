@@ -256,7 +256,9 @@ TEST_F(RdmaMountLabTest, AKilledAgentCostsOnlyTheFallback) {
       reads_done.fetch_add(1);
     }
   });
-  std::atomic<int> write_errors{0};
+  // The writer rewrites the same bytes pass after pass until stopped, so
+  // the kill lands in the middle of a pass.
+  std::atomic<int> write_errors{0}, passes_done{0};
   std::atomic<uint64_t> written{0};
   std::thread writer([&] {
     int fd = open((mnt + "/w").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -264,12 +266,15 @@ TEST_F(RdmaMountLabTest, AKilledAgentCostsOnlyTheFallback) {
       write_errors.fetch_add(1);
       return;
     }
-    for (uint64_t off = 0; off < writes.size(); off += kMiB) {
-      if (pwrite(fd, writes.data() + off, kMiB, static_cast<off_t>(off)) !=
-          static_cast<ssize_t>(kMiB)) {
-        write_errors.fetch_add(1);
+    while (!stop.load()) {
+      for (uint64_t off = 0; off < writes.size(); off += kMiB) {
+        if (pwrite(fd, writes.data() + off, kMiB, static_cast<off_t>(off)) !=
+            static_cast<ssize_t>(kMiB)) {
+          write_errors.fetch_add(1);
+        }
+        written.fetch_add(kMiB);
       }
-      written.store(off + kMiB);
+      passes_done.fetch_add(1);
     }
     if (fsync(fd) != 0 || close(fd) != 0) write_errors.fetch_add(1);
   });
@@ -279,23 +284,27 @@ TEST_F(RdmaMountLabTest, AKilledAgentCostsOnlyTheFallback) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ASSERT_EQ(kill(agent_->pid(), SIGKILL), 0);
-  fprintf(stderr, "agent killed mid-I/O at %llu bytes written\n",
-          static_cast<unsigned long long>(written.load()));
-  writer.join();
+  fprintf(stderr, "agent killed mid-I/O at %llu bytes written, %d reads\n",
+          static_cast<unsigned long long>(written.load()), reads_done.load());
+  // Two more whole reads and passes after it, served by the fallback.
   const int reads_at_kill = reads_done.load();
-  while (reads_done.load() < reads_at_kill + 2) {
+  const int passes_at_kill = passes_done.load();
+  while (reads_done.load() < reads_at_kill + 2 ||
+         passes_done.load() < passes_at_kill + 2) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   stop = true;
   reader.join();
+  writer.join();
   EXPECT_EQ(write_errors.load(), 0);
   EXPECT_EQ(read_errors.load(), 0);
   EXPECT_TRUE(ReadAll(fs_->backing() + "/w") == writes) << "backing differs";
   EXPECT_EQ(Field("state"), "down") << Stats();
   EXPECT_GT(Counter("fallbacks"), 0u) << Stats();
   EXPECT_GT(Counter("write_bytes"), 0u) << "the agent never wrote" << Stats();
+  EXPECT_GT(Counter("read_bytes"), 0u) << "the agent never read" << Stats();
   EXPECT_FALSE(Field("last_error").empty()) << Stats();
-  fprintf(stderr, "after the kill: %s\n", Stats().c_str());
+  fprintf(stderr, "after the kill: %s\n", AgentLine().c_str());
 }
 
 }  // namespace

@@ -140,7 +140,7 @@ wait "$(cat "$work/qemu.pid")" || rc=$?
 rm -f "$work/qemu.pid"
 log "guest ran $((SECONDS - t)) s (qemu exit $rc)"
 
-grep -E '^\[ *(RUN|OK|FAILED|SKIPPED|PASSED) *\]|^FGDS-RDMA-|killed mid-read|after the kill|Failure|Expected|Which is|Value of|Actual' \
+grep -E '^\[ *(RUN|OK|FAILED|SKIPPED|PASSED) *\]|^FGDS-RDMA-|killed mid-read|killed mid-I/O|after the kill|Failure|Expected|Which is|Value of|Actual' \
   "$work/console.log" >&2 || true
 result=$(grep -a '^FGDS-RDMA-RESULT' "$work/console.log" | tail -n 1 | tr -d '\r' || true)
 log "total $((SECONDS - start_all)) s"
