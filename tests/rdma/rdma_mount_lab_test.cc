@@ -146,7 +146,7 @@ class RdmaMountLabTest : public ::testing::Test {
 TEST_F(RdmaMountLabTest, PosixBytesGoThroughTheRdmaAgent) {
   // Written through the mount: the agent writes them into the backing
   // directory, staged (libfuse's buffers are not registered).
-  const std::string data = RandomBytes(6 * kMiB + 5, 1);
+  const std::string data = RandomBytes(3 * kMiB + 5, 1);
   ASSERT_TRUE(PwriteAll(fs_->mountpoint() + "/f", data));
   EXPECT_TRUE(ReadAll(fs_->backing() + "/f") == data) << "backing differs";
   EXPECT_EQ(Field("state"), "up") << Stats();
@@ -157,7 +157,7 @@ TEST_F(RdmaMountLabTest, PosixBytesGoThroughTheRdmaAgent) {
 
   // Read through the mount, cold: written into the backing directory
   // behind the mount's back, then its pages dropped.
-  const std::string other = RandomBytes(5 * kMiB + 77, 2);
+  const std::string other = RandomBytes(2 * kMiB + 77, 2);
   ASSERT_TRUE(PwriteAll(fs_->backing() + "/g", other));
   DropCaches();
   EXPECT_TRUE(ReadAll(fs_->mountpoint() + "/g") == other) << "read differs";
@@ -171,7 +171,8 @@ TEST_F(RdmaMountLabTest, PosixBytesGoThroughTheRdmaAgent) {
 TEST_F(RdmaMountLabTest, UsrbioHostIovsAreRegisteredAndSayRdma) {
   const std::string path = fs_->mountpoint() + "/u";
   constexpr uint64_t kSize = 6 * kMiB + 3;
-  ASSERT_TRUE(PwriteAll(path, std::string(kSize, '\0')));
+  // Made behind the mount: only the ring's requests go to the agent.
+  ASSERT_TRUE(PwriteAll(fs_->backing() + "/u", std::string(kSize, '\0')));
   Session s(fs_->mountpoint());
   ASSERT_EQ(s.open_result, 0);
   Iov iov(&s.s, 16 * kMiB);
@@ -235,9 +236,9 @@ TEST_F(RdmaMountLabTest, UsrbioHostIovsAreRegisteredAndSayRdma) {
 // fails, the files hold what was written, and the stats say the agent is
 // down and how many requests the local backend served instead.
 TEST_F(RdmaMountLabTest, AKilledAgentCostsOnlyTheFallback) {
-  const std::string data = RandomBytes(4 * kMiB, 4);
+  const std::string data = RandomBytes(2 * kMiB, 4);
   ASSERT_TRUE(PwriteAll(fs_->backing() + "/r", data));
-  const std::string writes = RandomBytes(12 * kMiB, 5);
+  const std::string writes = RandomBytes(6 * kMiB, 5);
   const std::string mnt = fs_->mountpoint();
 
   std::atomic<bool> stop{false};
