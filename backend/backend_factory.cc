@@ -2,12 +2,41 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "backend/agent_backend.h"
 #include "backend/local/local_backend.h"
+#include "backend/remote/agent_key.h"
+#include "backend/remote/agent_pool.h"
 #ifdef FGDS_HAVE_CEPH
 #include "backend/ceph/ceph_backend.h"
 #endif
 
 namespace fgds::backend {
+namespace {
+
+// Requests that may wait on the local backend's agents at once.
+constexpr unsigned kLocalAgentThreads = 16;
+
+absl::StatusOr<std::unique_ptr<Backend>> WithAgents(
+    std::unique_ptr<Backend> local, const BackendConfig& config) {
+  remote::AgentPoolOptions pool_options;
+  pool_options.agents = config.agents;
+  auto key = remote::LoadAgentKey(config.agent_key);
+  if (!key.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--agent-key: ", key.status().message()));
+  }
+  pool_options.key = *std::move(key);
+  pool_options.max_idle = kLocalAgentThreads;
+  auto pool = remote::AgentPool::Create(std::move(pool_options));
+  if (!pool.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--agents: ", pool.status().message()));
+  }
+  return RouteThroughAgents(std::move(local), config.data_dir, *std::move(pool),
+                            kLocalAgentThreads);
+}
+
+}  // namespace
 
 std::vector<std::string> BackendNames() {
 #ifdef FGDS_HAVE_CEPH
@@ -35,7 +64,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
                       " (filesystem or CAP_DAC_READ_SEARCH): every known "
                       "node holds a descriptor");
     }
-    return std::unique_ptr<Backend>(*std::move(local));
+    std::unique_ptr<Backend> backend(*std::move(local));
+    if (config.agents.empty()) return backend;
+    return WithAgents(std::move(backend), config);
   }
 #ifdef FGDS_HAVE_CEPH
   if (config.name == "ceph") {

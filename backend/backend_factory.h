@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
-#include "backend/remote/socket_address.h"
+#include "backend/remote/agent_address.h"
 #include "common/io/io_engine.h"
 
 namespace fgds::backend {
@@ -39,8 +39,9 @@ struct BackendConfig {
   // ceph: CephOptions::call_timeout_ms and CephOptions::client_uuid.
   unsigned ceph_timeout_ms = 120000;
   std::string ceph_client_uuid;
-  // ceph: the storage-side agents and their key file (ceph_backend.h).
-  std::vector<remote::HostPort> agents;
+  // The storage-side agents and their key file (ceph_backend.h; for the
+  // local backend, agent_backend.h).
+  std::vector<remote::AgentAddress> agents;
   std::string agent_key;
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;

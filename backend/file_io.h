@@ -21,9 +21,13 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <memory>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "backend/registration_key.h"
 #include "common/io/io_engine.h"
+#include "common/mutex.h"
 
 namespace fgds::backend {
 
@@ -56,8 +60,38 @@ class MemoryRegion {
   // new region at the same address is never taken for this one.
   const RegistrationKey& registration_key() const { return key_; }
 
+  // What a backend keeps per region: its registration of the memory with
+  // a NIC (an RDMA memory region, backend/remote/agent_pool.h). Made at
+  // the first request that needs it and destroyed with the region, which
+  // its owner keeps until every request naming it completed: so it never
+  // goes while I/O uses it.
+  class Attachment {
+   public:
+    virtual ~Attachment() = default;
+  };
+  // The region's attachment: made by `make` at the first call, the same
+  // one after (one per region: a mount has one backend). Thread-safe.
+  Attachment* Attach(
+      absl::FunctionRef<std::unique_ptr<Attachment>()> make) const {
+    fgds::MutexLock lock(&attachment_mu_);
+    if (attachment_ == nullptr) attachment_ = make();
+    return attachment_.get();
+  }
+
+ protected:
+  // Destroys the attachment now: owners whose destructor unmaps the
+  // memory call it first, so a registration never outlives the mapping.
+  void DropAttachment() {
+    std::unique_ptr<Attachment> gone;
+    fgds::MutexLock lock(&attachment_mu_);
+    gone.swap(attachment_);
+  }
+
  private:
   const RegistrationKey key_;
+  mutable fgds::Mutex attachment_mu_;
+  mutable std::unique_ptr<Attachment> attachment_
+      ABSL_GUARDED_BY(attachment_mu_);
   char* const base_;
   const uint64_t size_;
   const Kind kind_;

@@ -28,10 +28,13 @@ const char* MountUsage() {
          "  --ceph-timeout SECS   ceph backend: give up on a call the "
          "cluster has not answered in SECS (default 120; 0: wait forever): "
          "it and every later call fail with ENOTCONN\n"
-         "  --agents HOST:PORT[,HOST:PORT...]  ceph backend: `fgds agent`s "
-         "that move file data, each extent by the agent on its primary "
-         "OSD's host (else the first that answers); libcephfs serves what "
-         "none answers (docs/agent.md)\n"
+         "  --agents [rdma://]HOST:PORT[,...]  `fgds agent`s that move file "
+         "data (docs/remote.md): ceph backend, each object by one agent "
+         "that answers, libcephfs serving what none does; local backend "
+         "(tests, single host), agents serving the same directory by path, "
+         "the backend serving what none does. rdma:// for an agent of "
+         "--transport rdma (usrbio host iovs are registered with the NIC, "
+         "other I/O goes through registered staging), else TCP\n"
          "  --agent-key FILE      the agents' cluster key (mode 600, at "
          "least 32 bytes); required with --agents\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
@@ -248,16 +251,10 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
       options.ceph_timeout_ms = static_cast<unsigned>(seconds * 1000);
     } else if (arg == "--agents") {
       if (auto st = value(&v); !st.ok()) return st;
-      auto agents = remote::ParseHostPortList(std::string(v));
+      auto agents = remote::ParseAgentList(std::string(v));
       if (!agents.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--agents: ", agents.status().message()));
-      }
-      for (const remote::HostPort& agent : *agents) {
-        if (agent.port == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "--agents: ", agent.host, ":0 names no agent (port 0)"));
-        }
       }
       options.agents = *std::move(agents);
     } else if (arg == "--agent-key") {
@@ -385,11 +382,6 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
   }
   if (options.agents.empty() && !options.agent_key.empty()) {
     return absl::InvalidArgumentError("--agent-key is only used with --agents");
-  }
-  if (!options.agents.empty() && options.backend != "ceph") {
-    // The local backend reads its own disks; agents serve remote storage.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--agents is for --backend ceph, not '", options.backend, "'"));
   }
   ApplyCacheMode(attr_set, entry_set, negative_set, &options);
   return options;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "backend/remote/socket_address.h"
+#include "backend/remote/agent_address.h"
 
 namespace fgds::fusefs {
 
@@ -49,10 +49,10 @@ struct DaemonOptions {
   // --ceph-timeout: how long a call may wait for the cluster before it and
   // every later one fail with ENOTCONN (0: forever; docs/ceph.md).
   unsigned ceph_timeout_ms = 120000;
-  // --agents HOST:PORT[,...] and --agent-key FILE (ceph backend): the
-  // storage-side agents that move file data (docs/agent.md), and the
+  // --agents [rdma://]HOST:PORT[,...] and --agent-key FILE: the
+  // storage-side agents that move file data (docs/remote.md), and the
   // cluster key file they prove. Empty: none.
-  std::vector<remote::HostPort> agents;
+  std::vector<remote::AgentAddress> agents;
   std::string agent_key;
   // Where the namespace is mounted (required argument).
   std::string mountpoint;

@@ -51,6 +51,15 @@ TEST(OptionsTest, AgentsAreAListOfHostPortsWithAKey) {
   EXPECT_EQ(options->agents[2].host, "store-3");
   EXPECT_EQ(options->agent_key, "/etc/fgds/agent.key");
   EXPECT_TRUE(Parse({"/mnt/fgds"})->agents.empty());
+  // rdma:// names an agent of --transport rdma; the local backend takes
+  // agents too (of its own directory: backend/agent_backend.h).
+  auto rdma = Parse({"--agents", "rdma://10.0.2.15:7471,tcp://b:2",
+                     "--agent-key", "k", "/mnt/fgds"});
+  ASSERT_TRUE(rdma.ok()) << rdma.status();
+  ASSERT_EQ(rdma->agents.size(), 2u);
+  EXPECT_EQ(rdma->agents[0].transport, remote::AgentTransport::kRdma);
+  EXPECT_EQ(rdma->agents[0].host, "10.0.2.15");
+  EXPECT_EQ(rdma->agents[1].transport, remote::AgentTransport::kTcp);
 }
 
 TEST(OptionsTest, BadAgentsAreRefusedWithTheReason) {
@@ -68,7 +77,7 @@ TEST(OptionsTest, BadAgentsAreRefusedWithTheReason) {
       {{"--backend", "ceph", "--agents", "a:0", "--agent-key", "k"}, "port 0"},
       {{"--backend", "ceph", "--agents", "a:1"}, "needs --agent-key"},
       {{"--backend", "ceph", "--agent-key", "k"}, "only used with --agents"},
-      {{"--agents", "a:1", "--agent-key", "k"}, "is for --backend ceph"},
+      {{"--agents", "udp://a:1", "--agent-key", "k"}, "tcp:// or rdma://"},
       {{"--backend", "ceph", "--agents"}, "--agents"},
   };
   for (const Case& c : cases) {

@@ -482,14 +482,20 @@ class CephBackend : public Backend {
           IoPath path;
           split->results[i] =
               MovePiece(split->request, split->pieces[i], &path);
-          if (path != IoPath::kAgentTcp) {
+          if (!ByAgent(path)) {
             split->all_by_agent.store(false, std::memory_order_relaxed);
+          }
+          if (path != IoPath::kAgentRdma) {
+            split->all_rdma.store(false, std::memory_order_relaxed);
           }
           if (split->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             int64_t res = CombinePieces(split->pieces, split->results);
             FileIoCompletion* completion = split->request.completion;
             if (split->all_by_agent.load(std::memory_order_relaxed)) {
-              completion->set_path(IoPath::kAgentTcp);
+              completion->set_path(
+                  split->all_rdma.load(std::memory_order_relaxed)
+                      ? IoPath::kAgentRdma
+                      : IoPath::kAgentTcp);
             }
             delete split;
             completion->Complete(res);
@@ -510,13 +516,15 @@ class CephBackend : public Backend {
     fgds::CondVar done;
     size_t left = pieces.size() - 1;
     bool all_by_agent = true;
+    bool all_rdma = true;
     for (size_t i = 1; i < pieces.size(); ++i) {
       pool_->Submit([&, i] {
         IoPath piece_path;
         int64_t res = MovePiece(request, pieces[i], &piece_path);
         fgds::MutexLock lock(&mu);
         results[i] = res;
-        if (piece_path != IoPath::kAgentTcp) all_by_agent = false;
+        if (!ByAgent(piece_path)) all_by_agent = false;
+        if (piece_path != IoPath::kAgentRdma) all_rdma = false;
         if (--left == 0) done.Signal();
       });
     }
@@ -524,9 +532,12 @@ class CephBackend : public Backend {
     results[0] = MovePiece(request, pieces[0], &first_path);
     fgds::MutexLock lock(&mu);
     while (left != 0) done.Wait(&mu);
-    *path = all_by_agent && first_path == IoPath::kAgentTcp
-                ? IoPath::kAgentTcp
-                : IoPath::kPageCache;
+    if (!all_by_agent || !ByAgent(first_path)) {
+      *path = IoPath::kPageCache;
+    } else {
+      *path = all_rdma && first_path == IoPath::kAgentRdma ? IoPath::kAgentRdma
+                                                           : IoPath::kAgentTcp;
+    }
     return CombinePieces(pieces, results);
   }
 
@@ -608,6 +619,7 @@ class CephBackend : public Backend {
     std::vector<int64_t> results;  // slot i written only by piece i's job
     std::atomic<size_t> left;
     std::atomic<bool> all_by_agent{true};  // every piece went to an agent
+    std::atomic<bool> all_rdma{true};      // every piece went by RDMA
   };
 
  public:
@@ -706,6 +718,10 @@ class CephBackend : public Backend {
     return 0;
   }
 
+  static bool ByAgent(IoPath path) {
+    return path == IoPath::kAgentTcp || path == IoPath::kAgentRdma;
+  }
+
   static IoPath PathOf(FileOp op) {
     return op == FileOp::kRead || op == FileOp::kWrite ? IoPath::kPageCache
                                                        : IoPath::kNone;
@@ -761,10 +777,11 @@ class CephBackend : public Backend {
     *path = IoPath::kPageCache;
     Piece rest = piece;
     if (agents_ != nullptr) {
-      const int64_t n = MoveByAgent(request, piece);
+      IoPath agent_path = IoPath::kAgentTcp;
+      const int64_t n = MoveByAgent(request, piece, &agent_path);
       if (n >= 0 && (static_cast<uint64_t>(n) == piece.len ||
                      request.op == FileOp::kRead)) {
-        *path = IoPath::kAgentTcp;
+        *path = agent_path;
         return n;
       }
       // A write the agent took only part of: the rest here.
@@ -779,8 +796,10 @@ class CephBackend : public Backend {
   }
 
   // The agent's part of MovePiece: bytes moved or -errno (then the caller
-  // moves the piece itself; the fallback is counted here).
-  int64_t MoveByAgent(const FileIoRequest& request, const Piece& piece) {
+  // moves the piece itself; the fallback is counted here), and the path
+  // the agent's transport is (tcp, rdma).
+  int64_t MoveByAgent(const FileIoRequest& request, const Piece& piece,
+                      IoPath* path) {
     CephFile* f = Of(request.file);
     const uint64_t ino = InoOfNode(f->node, root_ino_);
     // Which agent: the one on the host of the object's primary OSD is the
@@ -801,11 +820,13 @@ class CephBackend : public Backend {
     // The agent opens the file by its inode number (CephStore): valid on
     // any client of the file system, and unchanged by renames.
     const std::string name = absl::StrCat(remote::kInodeNamePrefix, ino);
+    *path = agents_->PathOf(agent);
     char* buf = request.buf + (piece.offset - request.offset);
-    const int64_t n =
-        request.op == FileOp::kRead
-            ? agents_->Read(agent, name, piece.offset, buf, piece.len)
-            : agents_->Write(agent, name, piece.offset, buf, piece.len);
+    const int64_t n = request.op == FileOp::kRead
+                          ? agents_->Read(agent, name, piece.offset, buf,
+                                          piece.len, request.region)
+                          : agents_->Write(agent, name, piece.offset, buf,
+                                           piece.len, request.region);
     if (n < 0 || (request.op == FileOp::kWrite &&
                   static_cast<uint64_t>(n) < piece.len)) {
       agents_->Fallback(agent);

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "backend/backend.h"
-#include "backend/remote/socket_address.h"
+#include "backend/remote/agent_address.h"
 
 namespace fgds::backend {
 
@@ -51,7 +51,7 @@ struct CephOptions {
   // the file data of reads and writes, each extent by the agent on its
   // primary OSD's host; libcephfs serves what no agent answers. Empty:
   // none. agent_key is the cluster key file they prove.
-  std::vector<remote::HostPort> agents;
+  std::vector<remote::AgentAddress> agents;
   std::string agent_key;
 };
 

@@ -11,6 +11,9 @@
 #include <iterator>
 
 #include "absl/strings/str_cat.h"
+#ifdef FGDS_HAVE_RDMA
+#include "backend/remote/rdma_agent_link.h"
+#endif
 
 namespace fgds::remote {
 namespace {
@@ -50,22 +53,34 @@ bool SameIp(const struct sockaddr_storage& a,
 }  // namespace
 
 struct AgentPool::Agent {
-  HostPort address;
-  std::string name;                          // "HOST:PORT"
+  AgentAddress address;
+  std::string name;                          // AgentAddressText
   std::vector<struct sockaddr_storage> ips;  // what the host resolved to
   std::atomic<int64_t> down_until_ns{0};     // steady clock; 0: up
   fgds::Mutex mu;
   std::vector<std::unique_ptr<AgentClient>> idle ABSL_GUARDED_BY(mu);
+#ifdef FGDS_HAVE_RDMA
+  std::vector<std::unique_ptr<RdmaAgentLink>> rdma_idle ABSL_GUARDED_BY(mu);
+#endif
   std::string last_error ABSL_GUARDED_BY(mu);
+  // RDMA: the last failure to register an iov (its requests were staged).
+  std::string registration_error ABSL_GUARDED_BY(mu);
   bool logged_down ABSL_GUARDED_BY(mu) = false;
   std::atomic<uint64_t> reads{0}, read_bytes{0}, writes{0}, write_bytes{0};
   std::atomic<uint64_t> fallbacks{0}, connects{0}, failures{0};
   std::atomic<uint64_t> retries{0}, crc_errors{0}, syncs{0}, sync_errors{0};
+  // RDMA: requests moved in place in a registered iov, or through a
+  // staging buffer; iovs registered, and iovs that could not be.
+  std::atomic<uint64_t> in_place{0}, staged{0};
+  std::atomic<uint64_t> registrations{0}, registration_failures{0};
 };
 
 AgentPool::AgentPool(AgentPoolOptions options) : options_(std::move(options)) {}
 
-AgentPool::~AgentPool() = default;
+AgentPool::~AgentPool() {
+  // The links before the domain they were made in.
+  agents_.clear();
+}
 
 absl::StatusOr<std::unique_ptr<AgentPool>> AgentPool::Create(
     AgentPoolOptions options) {
@@ -77,10 +92,10 @@ absl::StatusOr<std::unique_ptr<AgentPool>> AgentPool::Create(
         absl::StrCat(options.agents.size(), " agents: at most ", kMaxAgents));
   }
   std::unique_ptr<AgentPool> pool(new AgentPool(std::move(options)));
-  for (const HostPort& address : pool->options_.agents) {
+  for (const AgentAddress& address : pool->options_.agents) {
     auto agent = std::make_unique<Agent>();
     agent->address = address;
-    agent->name = absl::StrCat(address.host, ":", address.port);
+    agent->name = AgentAddressText(address);
     struct addrinfo hints = {};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -128,18 +143,25 @@ int AgentPool::Choose(const struct sockaddr_storage* near, uint64_t spread) {
 
 void AgentPool::MarkDown(Agent& agent, const std::string& why) {
   agent.failures.fetch_add(1, std::memory_order_relaxed);
+  // Closed after the lock is let go (declared before it).
   std::vector<std::unique_ptr<AgentClient>> drop;
+#ifdef FGDS_HAVE_RDMA
+  std::vector<std::unique_ptr<RdmaAgentLink>> drop_rdma;
+#endif
   fgds::MutexLock lock(&agent.mu);
   agent.last_error = why;
   agent.down_until_ns.store(
       NowNs() + int64_t{options_.retry_after_ms} * 1000000,
       std::memory_order_relaxed);
   drop.swap(agent.idle);  // their connections are likely gone too
+#ifdef FGDS_HAVE_RDMA
+  drop_rdma.swap(agent.rdma_idle);
+#endif
   if (!agent.logged_down) {
     agent.logged_down = true;
     fprintf(stderr,
-            "fgds: agent %s is down, its extents go through libcephfs until "
-            "it answers (retried every %d ms): %s\n",
+            "fgds: agent %s is down, its extents go through the backend's "
+            "own path until it answers (retried every %d ms): %s\n",
             agent.name.c_str(), options_.retry_after_ms, why.c_str());
   }
 }
@@ -175,13 +197,17 @@ std::unique_ptr<AgentClient> AgentPool::Borrow(Agent& agent, int* error) {
                  : -EHOSTDOWN;
     return nullptr;
   }
+  MarkUp(agent);
+  return *std::move(client);
+}
+
+void AgentPool::MarkUp(Agent& agent) {
   fgds::MutexLock lock(&agent.mu);
   agent.down_until_ns.store(0, std::memory_order_relaxed);
   if (agent.logged_down) {
     agent.logged_down = false;
     fprintf(stderr, "fgds: agent %s answers again\n", agent.name.c_str());
   }
-  return *std::move(client);
 }
 
 void AgentPool::Return(Agent& agent, std::unique_ptr<AgentClient> client) {
@@ -192,10 +218,36 @@ void AgentPool::Return(Agent& agent, std::unique_ptr<AgentClient> client) {
 }
 
 int64_t AgentPool::Transfer(int index, bool write, std::string_view name,
-                            uint64_t offset, void* buffer, size_t length) {
+                            uint64_t offset, void* buffer, size_t length,
+                            const backend::MemoryRegion* region) {
   if (index < 0 || static_cast<size_t>(index) >= agents_.size()) {
     return -EINVAL;
   }
+  Agent& agent = *agents_[index];
+  const int64_t n =
+      agent.address.transport == AgentTransport::kRdma
+          ? TransferRdma(agent, write, name, offset, buffer, length, region)
+          : TransferTcp(index, write, name, offset, buffer, length);
+  if (n >= 0) {
+    (write ? agent.writes : agent.reads)
+        .fetch_add(1, std::memory_order_relaxed);
+    (write ? agent.write_bytes : agent.read_bytes)
+        .fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
+  return n;
+}
+
+void AgentPool::NoteFileError(Agent& agent, bool write, std::string_view name,
+                              int64_t n) {
+  // The file's error on the agent's side (its connection is fine).
+  fgds::MutexLock lock(&agent.mu);
+  agent.last_error =
+      absl::StrCat(agent.name, ": ", write ? "write" : "read", " of ",
+                   std::string(name), ": ", strerror(static_cast<int>(-n)));
+}
+
+int64_t AgentPool::TransferTcp(int index, bool write, std::string_view name,
+                               uint64_t offset, void* buffer, size_t length) {
   Agent& agent = *agents_[index];
   int error = 0;
   std::unique_ptr<AgentClient> client = Borrow(agent, &error);
@@ -219,31 +271,113 @@ int64_t AgentPool::Transfer(int index, bool write, std::string_view name,
     MarkDown(agent, client->last_error());
     return n;
   }
-  if (n < 0) {
-    // The file's error on the agent's side (its connection is fine).
-    fgds::MutexLock lock(&agent.mu);
-    agent.last_error =
-        absl::StrCat(agent.name, ": ", write ? "write" : "read", " of ",
-                     std::string(name), ": ", strerror(static_cast<int>(-n)));
-  } else {
-    (write ? agent.writes : agent.reads)
-        .fetch_add(1, std::memory_order_relaxed);
-    (write ? agent.write_bytes : agent.read_bytes)
-        .fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-  }
+  if (n < 0) NoteFileError(agent, write, name, n);
   Return(agent, std::move(client));
   return n;
 }
 
+int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
+                                uint64_t offset, void* buffer, size_t length,
+                                const backend::MemoryRegion* region) {
+#ifdef FGDS_HAVE_RDMA
+  std::unique_ptr<RdmaAgentLink> link;
+  {
+    fgds::MutexLock lock(&agent.mu);
+    if (!agent.rdma_idle.empty()) {
+      link = std::move(agent.rdma_idle.back());
+      agent.rdma_idle.pop_back();
+    }
+  }
+  if (link == nullptr) {
+    RdmaAgentClientOptions o;
+    o.agent = agent.address;
+    o.key = options_.key;
+    o.connect_timeout_ms = options_.connect_timeout_ms;
+    o.io_timeout_ms = options_.io_timeout_ms;
+    o.client_id = 0;  // one of its own, as TCP clients (Borrow)
+    agent.connects.fetch_add(1, std::memory_order_relaxed);
+    absl::StatusOr<std::unique_ptr<RdmaAgentLink>> made;
+    std::shared_ptr<RdmaProtectionDomain> pd;
+    {
+      fgds::MutexLock lock(&rdma_mu_);
+      pd = rdma_pd_;
+    }
+    if (pd != nullptr) {
+      o.pd = std::move(pd);
+      made = RdmaAgentLink::Connect(std::move(o), options_.rdma_staging_bytes);
+    } else {
+      // The first link makes the domain: held while it connects, so that
+      // two first links do not make two.
+      fgds::MutexLock lock(&rdma_mu_);
+      o.pd = rdma_pd_;
+      made = RdmaAgentLink::Connect(std::move(o), options_.rdma_staging_bytes);
+      if (made.ok() && rdma_pd_ == nullptr) rdma_pd_ = (*made)->domain();
+    }
+    if (!made.ok()) {
+      MarkDown(agent, std::string(made.status().message()));
+      return made.status().code() == absl::StatusCode::kPermissionDenied
+                 ? -EACCES
+                 : -EHOSTDOWN;
+    }
+    link = *std::move(made);
+    MarkUp(agent);
+  }
+  RdmaTransferNote note;
+  const int64_t n =
+      link->Transfer(write, name, offset, buffer, length, region, &note);
+  if (note.registration_made) {
+    agent.registrations.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (note.registration_failed) {
+    agent.registration_failures.fetch_add(1, std::memory_order_relaxed);
+    fgds::MutexLock lock(&agent.mu);
+    agent.registration_error = note.registration_error;
+  }
+  if (n < 0 && !link->connected()) {
+    MarkDown(agent, link->last_error());
+    return n;
+  }
+  if (n < 0) {
+    NoteFileError(agent, write, name, n);
+  } else {
+    (note.registered ? agent.in_place : agent.staged)
+        .fetch_add(1, std::memory_order_relaxed);
+  }
+  fgds::MutexLock lock(&agent.mu);
+  if (agent.rdma_idle.size() < options_.max_idle) {
+    agent.rdma_idle.push_back(std::move(link));
+  }
+  return n;
+#else
+  (void)write, (void)name, (void)offset, (void)buffer, (void)length;
+  (void)region;
+  MarkDown(agent,
+           "this fgds was built without RDMA (FGDS_RDMA=OFF, or no "
+           "libibverbs-dev/librdmacm-dev)");
+  return -EHOSTDOWN;
+#endif
+}
+
 int64_t AgentPool::Read(int agent, std::string_view name, uint64_t offset,
-                        void* out, size_t length) {
-  return Transfer(agent, false, name, offset, out, length);
+                        void* out, size_t length,
+                        const backend::MemoryRegion* region) {
+  return Transfer(agent, false, name, offset, out, length, region);
 }
 
 int64_t AgentPool::Write(int agent, std::string_view name, uint64_t offset,
-                         const void* data, size_t length) {
-  // The client only reads a write's buffer.
-  return Transfer(agent, true, name, offset, const_cast<void*>(data), length);
+                         const void* data, size_t length,
+                         const backend::MemoryRegion* region) {
+  // The clients only read a write's buffer.
+  return Transfer(agent, true, name, offset, const_cast<void*>(data), length,
+                  region);
+}
+
+backend::IoPath AgentPool::PathOf(int agent) const {
+  if (agent >= 0 && static_cast<size_t>(agent) < agents_.size() &&
+      agents_[agent]->address.transport == AgentTransport::kRdma) {
+    return backend::IoPath::kAgentRdma;
+  }
+  return backend::IoPath::kAgentTcp;
 }
 
 AgentPool::ClientCounts AgentPool::CountsOf(const AgentClient& client) {
@@ -331,14 +465,17 @@ void AgentPool::Fallback(int agent) {
 std::string AgentPool::StatsText() const {
   std::string text;
   for (const auto& a : agents_) {
-    std::string last_error;
+    std::string last_error, registration_error;
     {
       fgds::MutexLock lock(&a->mu);
       last_error = a->last_error;
+      registration_error = a->registration_error;
     }
+    const bool rdma = a->address.transport == AgentTransport::kRdma;
     absl::StrAppend(
         &text, "# agent ", a->name, ": state=", Up(*a) ? "up" : "down",
-        " path=tcp reads=", a->reads.load(std::memory_order_relaxed),
+        " path=", rdma ? "rdma" : "tcp",
+        " reads=", a->reads.load(std::memory_order_relaxed),
         " read_bytes=", a->read_bytes.load(std::memory_order_relaxed),
         " writes=", a->writes.load(std::memory_order_relaxed),
         " write_bytes=", a->write_bytes.load(std::memory_order_relaxed),
@@ -349,7 +486,18 @@ std::string AgentPool::StatsText() const {
         " crc_errors=", a->crc_errors.load(std::memory_order_relaxed),
         " syncs=", a->syncs.load(std::memory_order_relaxed),
         " sync_errors=", a->sync_errors.load(std::memory_order_relaxed),
-        " last_error=\"", last_error, "\"\n");
+        " last_error=\"", last_error, "\"");
+    if (rdma) {
+      absl::StrAppend(&text,
+                      " in_place=", a->in_place.load(std::memory_order_relaxed),
+                      " staged=", a->staged.load(std::memory_order_relaxed),
+                      " iov_registrations=",
+                      a->registrations.load(std::memory_order_relaxed),
+                      " iov_registration_failures=",
+                      a->registration_failures.load(std::memory_order_relaxed),
+                      " registration_error=\"", registration_error, "\"");
+    }
+    absl::StrAppend(&text, "\n");
   }
   absl::StrAppend(&text, "# agents: fallbacks_no_agent_up=",
                   unrouted_.load(std::memory_order_relaxed), "\n");

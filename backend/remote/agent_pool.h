@@ -4,10 +4,19 @@
 // idle connections to each (AgentClient is one call at a time), which
 // agent is up, and what each moved, for /.fgds/stats.
 //
+// Transports: an agent named rdma://HOST:PORT (agent_address.h) is reached
+// with RdmaAgentLinks (rdma_agent_link.h): all of them in one protection
+// domain (the first connection's device: one RDMA device per daemon), so a
+// usrbio iov registered once serves every link; other memory goes through
+// each link's registered staging buffer. A daemon built without RDMA
+// (FGDS_RDMA=OFF) has such agents down, saying why, and serves their
+// extents itself.
+//
 // Example:
 //   auto pool = AgentPool::Create(options);
 //   int agent = (*pool)->Choose(&osd_address, object_number);  // -1: none
-//   int64_t n = (*pool)->Read(agent, "@inode/1099511627776", off, buf, len);
+//   int64_t n = (*pool)->Read(agent, "@inode/1099511627776", off, buf, len,
+//                             region);  // region: the iov, or null
 //   if (n < 0) ... the caller's own path (libcephfs) ...
 //
 // Health: an agent whose connection failed (refused, timed out, reset, a
@@ -45,6 +54,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "backend/file_io.h"
+#include "backend/remote/agent_address.h"
 #include "backend/remote/agent_client.h"
 #include "backend/remote/unsynced_writes.h"
 #include "common/mutex.h"
@@ -53,8 +64,10 @@ namespace fgds::remote {
 
 inline constexpr size_t kMaxAgents = 64;
 
+class RdmaProtectionDomain;  // rdma_connection.h (built with FGDS_RDMA)
+
 struct AgentPoolOptions {
-  std::vector<HostPort> agents;
+  std::vector<AgentAddress> agents;
   AgentKey key;
   // How long an agent that failed is left alone before it is tried again.
   int retry_after_ms = 2000;
@@ -67,6 +80,9 @@ struct AgentPoolOptions {
   // for durability (its fsync, fdatasync and close). false: every write
   // is synced before its reply, for callers that never call Sync.
   bool deferred_sync = false;
+  // RDMA agents: each connection's registered staging buffer (requests
+  // larger than it are moved a buffer at a time).
+  size_t rdma_staging_bytes = size_t{1} << 20;
 };
 
 class AgentPool {
@@ -86,11 +102,15 @@ class AgentPool {
 
   // As AgentClient's, on agent `agent` (from Choose). Bytes moved, or
   // -errno; on an error the caller serves the request itself and calls
-  // Fallback.
+  // Fallback. `region`: the registered memory the buffer lies in (a usrbio
+  // iov), or null; an RDMA agent then moves the bytes in place.
   int64_t Read(int agent, std::string_view name, uint64_t offset, void* out,
-               size_t length);
+               size_t length, const backend::MemoryRegion* region = nullptr);
   int64_t Write(int agent, std::string_view name, uint64_t offset,
-                const void* data, size_t length);
+                const void* data, size_t length,
+                const backend::MemoryRegion* region = nullptr);
+  // The path a request agent `agent` served took (kAgentTcp, kAgentRdma).
+  backend::IoPath PathOf(int agent) const;
   // Counts one request of `agent` (-1: none was up) served elsewhere.
   void Fallback(int agent);
   // Makes the writes of `name` that agents acknowledged durable: 0, the
@@ -106,7 +126,14 @@ class AgentPool {
   struct Agent;
   explicit AgentPool(AgentPoolOptions options);
   int64_t Transfer(int agent, bool write, std::string_view name,
-                   uint64_t offset, void* buffer, size_t length);
+                   uint64_t offset, void* buffer, size_t length,
+                   const backend::MemoryRegion* region);
+  // `agent`: its index (the unsynced-writes record names agents by it).
+  int64_t TransferTcp(int agent, bool write, std::string_view name,
+                      uint64_t offset, void* buffer, size_t length);
+  int64_t TransferRdma(Agent& agent, bool write, std::string_view name,
+                       uint64_t offset, void* buffer, size_t length,
+                       const backend::MemoryRegion* region);
   // A connected client of `agent`, or null (the agent is marked down;
   // *error: -EACCES for a wrong key, else -EHOSTDOWN).
   std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
@@ -122,10 +149,17 @@ class AgentPool {
   static ClientCounts CountsOf(const AgentClient& client);
   void AddCounts(Agent& agent, const AgentClient& client,
                  const ClientCounts& before);
+  void MarkUp(Agent& agent);
+  void NoteFileError(Agent& agent, bool write, std::string_view name,
+                     int64_t n);
   bool Up(const Agent& agent) const;
 
   const AgentPoolOptions options_;
   std::vector<std::unique_ptr<Agent>> agents_;
+  // RDMA: the protection domain of every link and registered iov, from
+  // the first link that connected (TransferRdma).
+  fgds::Mutex rdma_mu_;
+  std::shared_ptr<RdmaProtectionDomain> rdma_pd_ ABSL_GUARDED_BY(rdma_mu_);
   std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
   UnsyncedWrites unsynced_;
 };

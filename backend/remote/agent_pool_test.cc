@@ -54,7 +54,7 @@ class AgentPoolTest : public ::testing::Test {
 
   std::unique_ptr<AgentPool> Pool(int retry_after_ms = 2000) {
     AgentPoolOptions o;
-    o.agents = addresses_;
+    o.agents.assign(addresses_.begin(), addresses_.end());
     o.key = key_;
     o.retry_after_ms = retry_after_ms;
     o.deferred_sync = true;  // as the ceph backend's
@@ -239,7 +239,7 @@ TEST_F(AgentPoolTest, WithoutDeferralEachWriteIsSyncedByTheAgent) {
   StartAgent("127.0.0.1");
   MakeFile("f", 4096);
   AgentPoolOptions o;
-  o.agents = addresses_;
+  o.agents.assign(addresses_.begin(), addresses_.end());
   o.key = key_;
   auto pool = AgentPool::Create(std::move(o));
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -283,13 +283,42 @@ TEST_F(AgentPoolTest, ASyncOfAnAgentThatIsGoneFailsWithEio) {
       << pool->StatsText();
 }
 
+// An rdma:// agent that cannot be reached (here: nothing listens, or no
+// RDMA device, or a build without RDMA: each a reason of its own) is down
+// with the reason in the stats, its requests come back as errors for the
+// caller to serve, and the stats line names it and its transport. The
+// transfers themselves are tested over soft-RoCE in the rdma lab
+// (tests/rdma/rdma_mount_lab_test.cc).
+TEST_F(AgentPoolTest, AnUnreachableRdmaAgentIsDownWithTheReason) {
+  AgentPoolOptions o;
+  o.agents = {AgentAddress(HostPort{"127.0.0.1", 1}, AgentTransport::kRdma)};
+  o.key = key_;
+  o.connect_timeout_ms = 1000;
+  auto pool = AgentPool::Create(std::move(o));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ((*pool)->PathOf(0), backend::IoPath::kAgentRdma);
+  char buf[16];
+  const int64_t n = (*pool)->Read(0, "f", 0, buf, sizeof(buf));
+  EXPECT_TRUE(n == -EHOSTDOWN || n == -EACCES) << n;
+  (*pool)->Fallback(0);
+  EXPECT_EQ((*pool)->Choose(nullptr, 0), -1);
+  const std::string stats = (*pool)->StatsText();
+  EXPECT_NE(stats.find("# agent rdma://127.0.0.1:1: state=down path=rdma "
+                       "reads=0"),
+            std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("fallbacks=1"), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("last_error=\"\""), std::string::npos)
+      << "no reason: " << stats;
+}
+
 TEST_F(AgentPoolTest, BadPoolsAreRefused) {
   AgentPoolOptions none;
   none.key = key_;
   EXPECT_FALSE(AgentPool::Create(none).ok());
   AgentPoolOptions unresolvable;
   unresolvable.key = key_;
-  unresolvable.agents = {{"no-such-host.invalid", 7070}};
+  unresolvable.agents = {HostPort{"no-such-host.invalid", 7070}};
   auto pool = AgentPool::Create(unresolvable);
   ASSERT_FALSE(pool.ok());
   EXPECT_NE(pool.status().message().find("no-such-host.invalid"),

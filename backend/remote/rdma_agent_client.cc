@@ -33,7 +33,7 @@ constexpr uint64_t kDmabufIovaBase = 1ull << 40;
 }  // namespace
 
 RdmaAgentClient::RdmaAgentClient(RdmaAgentClientOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)), pd_(options_.pd) {}
 
 RdmaAgentClient::~RdmaAgentClient() = default;
 

@@ -82,6 +82,10 @@ struct RdmaAgentClientOptions {
   // Ask the agent to acknowledge writes before syncing them (the caller
   // then calls Sync where it needs durability).
   bool deferred_sync = false;
+  // The protection domain to connect in (null: one of its own), so that
+  // clients sharing it share their memory regions (agent_pool.h). It must
+  // belong to the device the route to the agent leads to.
+  std::shared_ptr<RdmaProtectionDomain> pd;
 };
 
 class RdmaAgentClient {
@@ -125,6 +129,12 @@ class RdmaAgentClient {
   uint64_t retries() const { return retries_; }
   uint64_t crc_errors() const { return crc_errors_; }
   const std::string& last_error() const { return last_error_; }
+  // Whether the connection is up: false after a failure of the connection
+  // (the next call connects again), true after a file's error.
+  bool connected() const { return conn_ != nullptr; }
+  // Where regions for this client are registered (null before the first
+  // connection, unless given in the options).
+  const std::shared_ptr<RdmaProtectionDomain>& domain() const { return pd_; }
 
  private:
   explicit RdmaAgentClient(RdmaAgentClientOptions options);

@@ -48,6 +48,9 @@ std::shared_ptr<SharedMemory> SharedMemory::Adopt(char* base, uint64_t size,
 }
 
 SharedMemory::~SharedMemory() {
+  // A backend's registration of the pages (an RDMA memory region) goes
+  // before the mapping does.
+  DropAttachment();
   if (owned_) munmap(base(), size());
 }
 

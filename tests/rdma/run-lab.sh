@@ -95,7 +95,7 @@ root=$work/root
 mkdir -p "$root/lab/bin" "$root/etc"
 cp "$build/tools/fgds" "$build/tests/rdma/fgds_rdma_lab_test" "$root/lab/bin/"
 # The modules, in dependency order (insmod lines for /init).
-mods=(crc32_generic virtio_pci virtio_net rdma_rxe rdma_ucm)
+mods=(crc32_generic virtio_pci virtio_net rdma_rxe rdma_ucm fuse)
 : >"$root/lab/modules.load"
 while read -r cmd path _; do
   [ "$cmd" = insmod ] || continue
@@ -118,7 +118,7 @@ needs=$work/needs.txt
   echo "$libdir/libibverbs/librxe-rdmav34.so"
 } >"$needs"
 echo "FGDS_RDMA_LAB_BENCH_MIB=${FGDS_RDMA_LAB_BENCH_MIB:-32}" >"$root/lab/lab.env"
-echo "FGDS_RDMA_LAB_FILTER='${FGDS_RDMA_LAB_FILTER:-RdmaLabTest.*}'" >>"$root/lab/lab.env"
+echo "FGDS_RDMA_LAB_FILTER='${FGDS_RDMA_LAB_FILTER:-RdmaLabTest.*:RdmaMountLabTest.*}'" >>"$root/lab/lab.env"
 echo "export FGDS_RDMA_LAB_BENCH_MIB" >>"$root/lab/lab.env"
 "$repo/tests/kmod/lab/initramfs.sh" "$root" "$work/initramfs.cpio.gz" \
   "$needs" "$here/guest-init"
@@ -140,7 +140,7 @@ wait "$(cat "$work/qemu.pid")" || rc=$?
 rm -f "$work/qemu.pid"
 log "guest ran $((SECONDS - t)) s (qemu exit $rc)"
 
-grep -E '^\[ *(RUN|OK|FAILED|SKIPPED|PASSED) *\]|^FGDS-RDMA-|killed mid-read|after the kill|Failure|Expected|Which is|Value of|Actual' \
+grep -E '^\[ *(RUN|OK|FAILED|SKIPPED|PASSED) *\]|^FGDS-RDMA-|killed mid-read|killed mid-I/O|after the kill|Failure|Expected|Which is|Value of|Actual' \
   "$work/console.log" >&2 || true
 result=$(grep -a '^FGDS-RDMA-RESULT' "$work/console.log" | tail -n 1 | tr -d '\r' || true)
 log "total $((SECONDS - start_all)) s"

@@ -1,0 +1,204 @@
+// RouteThroughAgents over a real local backend and a real agent
+// (AgentServer on the same directory, loopback TCP): reads and writes go to
+// the agent and report its path; files the agent cannot name (unlinked,
+// O_APPEND writes) and a dead agent go to the local backend without an
+// error; and MemoryRegion's attachment lives exactly as long as its region.
+#include "backend/agent_backend.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <semaphore>
+#include <string>
+
+#include "backend/local/local_backend.h"
+#include "backend/remote/agent/agent_server.h"
+#include "gtest/gtest.h"
+
+namespace fgds::backend {
+namespace {
+
+class WaitingCompletion : public FileIoCompletion {
+ public:
+  void Complete(int64_t result) override {
+    result_ = result;
+    done_.release();
+  }
+  int64_t Wait() {
+    done_.acquire();
+    return result_;
+  }
+
+ private:
+  int64_t result_ = 0;
+  std::binary_semaphore done_{0};
+};
+
+class AgentBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/fgds-agent-backend-test.XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    key_.secret = std::string(48, 'A');
+    remote::AgentServerOptions options;
+    options.listen = {"127.0.0.1", 0};
+    options.key = key_;
+    auto store = remote::DirStore::Open(dir_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto server =
+        remote::AgentServer::Start(std::move(options), std::move(*store));
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    auto bound = remote::ParseHostPort(server_->address());
+    ASSERT_TRUE(bound.ok());
+
+    auto local = LocalBackend::Create(dir_, {});
+    ASSERT_TRUE(local.ok()) << local.status();
+    remote::AgentPoolOptions pool_options;
+    pool_options.agents = {remote::AgentAddress(*bound)};
+    pool_options.key = key_;
+    pool_options.connect_timeout_ms = 1000;
+    pool_options.retry_after_ms = 60000;
+    auto pool = remote::AgentPool::Create(std::move(pool_options));
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    auto backend =
+        RouteThroughAgents(std::unique_ptr<Backend>(*std::move(local)),
+                           dir_ + "/", *std::move(pool), 2);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+  }
+  void TearDown() override {
+    backend_.reset();
+    if (server_ != nullptr) server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+
+  File* Create(const std::string& name, int flags = O_RDWR) {
+    Caller root;
+    Entry entry;
+    File* file = nullptr;
+    EXPECT_EQ(backend_->Create(root, kRootNode, name.c_str(), 0644, flags,
+                               &entry, &file),
+              0);
+    return file;
+  }
+  int64_t Io(FileOp op, File* file, void* buf, uint64_t len, uint64_t offset,
+             IoPath* path) {
+    WaitingCompletion completion;
+    FileIoRequest request{op,  file,   nullptr, static_cast<char*>(buf),
+                          len, offset, 0,       &completion};
+    backend_->SubmitIo({&request, 1});
+    const int64_t result = completion.Wait();
+    *path = completion.path();
+    return result;
+  }
+  std::string Backing(const std::string& name) {
+    std::string out(1 << 16, '\0');
+    int fd = open((dir_ + "/" + name).c_str(), O_RDONLY);
+    const ssize_t n = fd >= 0 ? read(fd, out.data(), out.size()) : -1;
+    if (fd >= 0) close(fd);
+    out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return out;
+  }
+
+  std::string dir_;
+  remote::AgentKey key_;
+  std::unique_ptr<remote::AgentServer> server_;
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(AgentBackendTest, ReadsAndWritesGoToTheAgentByName) {
+  File* file = Create("f");
+  ASSERT_NE(file, nullptr);
+  char data[] = "through the agent";
+  IoPath path = IoPath::kNone;
+  EXPECT_EQ(Io(FileOp::kWrite, file, data, 17, 3, &path), 17);
+  EXPECT_EQ(path, IoPath::kAgentTcp);
+  EXPECT_EQ(Backing("f"), std::string(3, '\0') + "through the agent");
+  char back[32] = {};
+  EXPECT_EQ(Io(FileOp::kRead, file, back, sizeof(back), 3, &path), 17);
+  EXPECT_EQ(path, IoPath::kAgentTcp);
+  EXPECT_EQ(std::string(back, 17), "through the agent");
+  // RunIo goes the same way.
+  FileIoRequest request{FileOp::kRead, file, nullptr, back, 7, 11, 0, nullptr};
+  EXPECT_EQ(backend_->RunIo(request, &path), 7);
+  EXPECT_EQ(path, IoPath::kAgentTcp);
+  EXPECT_EQ(std::string(back, 7), "the age");
+  const remote::AgentCounters c = server_->counters();
+  EXPECT_EQ(c.writes, 1u);
+  EXPECT_EQ(c.reads, 2u);
+  // No passthrough: the kernel would bypass the agents.
+  EXPECT_EQ(backend_->PassthroughFd(file), -1);
+  EXPECT_NE(backend_->StatsText().find("path=tcp reads=2"), std::string::npos)
+      << backend_->StatsText();
+  backend_->Release(file);
+}
+
+TEST_F(AgentBackendTest, WhatTheAgentCannotNameStaysLocal) {
+  // Unlinked while open: its descriptor's path names nothing.
+  File* file = Create("gone");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(backend_->Unlink(kRootNode, "gone"), 0);
+  char data[] = "local";
+  IoPath path = IoPath::kNone;
+  EXPECT_EQ(Io(FileOp::kWrite, file, data, 5, 0, &path), 5);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  char back[8] = {};
+  EXPECT_EQ(Io(FileOp::kRead, file, back, 5, 0, &path), 5);
+  EXPECT_EQ(std::string(back, 5), "local");
+  EXPECT_EQ(path, IoPath::kPageCache);
+  backend_->Release(file);
+  // O_APPEND: the local descriptor appends, an agent would not.
+  File* log = Create("log", O_RDWR | O_APPEND);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(Io(FileOp::kWrite, log, data, 5, 0, &path), 5);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  backend_->Release(log);
+  EXPECT_EQ(server_->counters().writes, 0u);
+  EXPECT_NE(backend_->StatsText().find("not_routed=3"), std::string::npos)
+      << backend_->StatsText();
+}
+
+TEST_F(AgentBackendTest, ADeadAgentFallsBackWithoutAnError) {
+  File* file = Create("f");
+  ASSERT_NE(file, nullptr);
+  server_->Stop();
+  char data[] = "still written";
+  IoPath path = IoPath::kNone;
+  EXPECT_EQ(Io(FileOp::kWrite, file, data, 13, 0, &path), 13);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  EXPECT_EQ(Backing("f"), "still written");
+  const std::string stats = backend_->StatsText();
+  EXPECT_NE(stats.find("state=down"), std::string::npos) << stats;
+  EXPECT_NE(stats.find("fallbacks=1"), std::string::npos) << stats;
+  backend_->Release(file);
+}
+
+TEST(MemoryRegionTest, TheAttachmentIsMadeOnceAndGoesWithTheRegion) {
+  struct Counted : MemoryRegion::Attachment {
+    explicit Counted(std::atomic<int>* live) : live_(live) { ++*live_; }
+    ~Counted() override { --*live_; }
+    std::atomic<int>* live_;
+  };
+  std::atomic<int> live{0};
+  int made = 0;
+  char memory[64];
+  {
+    MemoryRegion region(memory, sizeof(memory), MemoryRegion::Kind::kHost, 0);
+    auto make = [&] {
+      ++made;
+      return std::make_unique<Counted>(&live);
+    };
+    MemoryRegion::Attachment* first = region.Attach(make);
+    EXPECT_EQ(region.Attach(make), first);
+    EXPECT_EQ(made, 1);
+    EXPECT_EQ(live.load(), 1);
+  }
+  EXPECT_EQ(live.load(), 0);
+}
+
+}  // namespace
+}  // namespace fgds::backend
