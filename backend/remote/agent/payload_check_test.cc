@@ -165,7 +165,7 @@ TEST_F(PayloadCheckTest, ThePoolsStatsShowRetriesAndCrcErrors) {
   CorruptingProxy proxy(agent_, CorruptingProxy::kToDaemon, ReplyDataByte(9),
                         1);
   AgentPoolOptions o;
-  o.agents = {{"127.0.0.1", proxy.port()}};
+  o.agents = {AgentAddress(HostPort{"127.0.0.1", proxy.port()})};
   o.key = key_;
   o.checked = true;
   auto pool = AgentPool::Create(std::move(o));
