@@ -5,9 +5,9 @@
 // write its buffer later, so each buffer is shared by the call and the
 // waiter, and comes back only when the last of them lets go: a buffer
 // held by a call parked forever is never handed out again. Recycling
-// (rather than a new allocation per call) keeps the pages mapped: a fresh
-// megabyte costs 256 page faults and the kernel zeroing it, which cost
-// more than the copy itself (measured: docs/ceph.md, "Buffers").
+// keeps a megabyte-sized allocation per request off the allocator (which
+// may hand back fresh pages, each a fault and a zeroing, whenever it
+// trims), and the buffers' pages warm.
 //
 // Buffers of up to kPooledSize bytes come from (and go back to) a free
 // list of at most `keep` buffers; larger ones are allocated per call.

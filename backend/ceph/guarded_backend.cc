@@ -263,6 +263,7 @@ class GuardedBackend : public Backend {
       }
       std::shared_ptr<DataCall> call = Prepare(request);
       gate_->Submit(
+          CopyIn(call),
           [call, in = inner_](CallGate::Finish finish) {
             finish(Move(in, call.get()));
           },
@@ -283,6 +284,7 @@ class GuardedBackend : public Backend {
       return inner_->RunIo(request, path);
     }
     std::shared_ptr<DataCall> call = Prepare(request);
+    std::function<void()> copy_in = CopyIn(call);
     struct Wait {
       fgds::Mutex mu;
       fgds::CondVar cv;
@@ -293,6 +295,7 @@ class GuardedBackend : public Backend {
     auto wait = std::make_shared<Wait>();
     std::shared_ptr<const Caller> caller = CallerCopy();
     gate_->Submit(
+        std::move(copy_in),
         [call, caller, in = inner_](CallGate::Finish finish) {
           ScopedRequestCaller scope(caller.get());
           finish(Move(in, call.get()));
@@ -410,10 +413,7 @@ class GuardedBackend : public Backend {
            request.region->kind() == MemoryRegion::Kind::kHost;
   }
 
-  // A data call of `request`, its bytes to write already in its buffer:
-  // copied here, in the caller's thread, while the caller's memory is
-  // surely there (a gate thread could find it gone: the gate may give up
-  // on a job just as a thread takes it).
+  // A data call of `request`, with its bounce buffer.
   std::shared_ptr<DataCall> Prepare(const FileIoRequest& request) {
     auto call = std::make_shared<DataCall>();
     call->request = request;
@@ -421,11 +421,21 @@ class GuardedBackend : public Backend {
         request.op == FileOp::kRead || request.op == FileOp::kWrite;
     if (moves_bytes && request.len > 0) {
       call->data = buffers_->Get(request.len);
-      if (request.op == FileOp::kWrite) {
-        memcpy(call->data.get(), request.buf, request.len);
-      }
     }
     return call;
+  }
+
+  // Runs first on the gate thread, while the gate may not give up on the
+  // call (CallGate::Submit's prologue): a write's bytes copied in while
+  // the caller's memory is surely there. Here rather than in the caller's
+  // thread, so that the copies of a batch run on the gate threads at once.
+  static std::function<void()> CopyIn(const std::shared_ptr<DataCall>& call) {
+    if (call->request.op != FileOp::kWrite || call->data == nullptr) {
+      return nullptr;
+    }
+    return [call] {
+      memcpy(call->data.get(), call->request.buf, call->request.len);
+    };
   }
 
   // The call itself, on a gate thread: the inner backend moves the bytes

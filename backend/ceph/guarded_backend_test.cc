@@ -171,10 +171,11 @@ TEST(GuardedBackendTest, MovesTheBytesOfReadsAndWrites) {
   EXPECT_EQ(small, std::vector<char>(4096, 'r'));
 }
 
-// The gate gives up on reads the store holds: their callers get ENOTCONN,
+// The gate gives up on calls the store holds: their callers get ENOTCONN,
 // and when the store answers later, not one byte lands in the callers'
-// memory (which they may have reused by then).
-TEST(GuardedBackendTest, AReadGivenUpOnNeverWritesTheCallersMemory) {
+// memory (which they may have reused by then), and a write stores the
+// bytes it was given.
+TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
   auto state = std::make_shared<StallingStore::State>();
   {
     fgds::MutexLock lock(&state->mu);
@@ -182,7 +183,8 @@ TEST(GuardedBackendTest, AReadGivenUpOnNeverWritesTheCallersMemory) {
   }
   std::vector<char> sync_buf(1 << 20, 'c');
   std::vector<char> async_buf(4096, 'c');
-  Completion completion;
+  std::vector<char> write_buf(8192, 'w');
+  Completion completion, write_completion;
   // The gate leaves its inner backend to the parked calls (it never
   // deletes it once dead): deleted here once they are done.
   auto* store = new StallingStore(state);
@@ -191,27 +193,35 @@ TEST(GuardedBackendTest, AReadGivenUpOnNeverWritesTheCallersMemory) {
         GuardBackend(std::unique_ptr<Backend>(store), 4, milliseconds(300));
     FileIoRequest r = Request(FileOp::kRead, async_buf, &completion);
     backend->SubmitIo({&r, 1});
+    FileIoRequest w = Request(FileOp::kWrite, write_buf, &write_completion);
+    backend->SubmitIo({&w, 1});
     IoPath path = IoPath::kDirect;
     EXPECT_EQ(backend->RunIo(Request(FileOp::kRead, sync_buf), &path),
               -ENOTCONN);
     EXPECT_EQ(path, IoPath::kNone);
     EXPECT_EQ(completion.Wait(), -ENOTCONN);
     EXPECT_EQ(completion.path(), IoPath::kNone);
-    // Both calls are parked in the store, on gate threads.
-    EXPECT_EQ(state->running.load(), 2);
+    EXPECT_EQ(write_completion.Wait(), -ENOTCONN);
+    // The writer reuses its memory, as it may once answered.
+    memset(write_buf.data(), 'X', write_buf.size());
+    // The three calls are parked in the store, on gate threads.
+    EXPECT_EQ(state->running.load(), 3);
   }
   {
     fgds::MutexLock lock(&state->mu);
     state->open = true;
     state->cv.SignalAll();
   }
-  for (int i = 0; i < 200 && state->finished.load() < 2; ++i) {
+  for (int i = 0; i < 200 && state->finished.load() < 3; ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
-  ASSERT_EQ(state->finished.load(), 2);
+  ASSERT_EQ(state->finished.load(), 3);
   delete store;
   EXPECT_EQ(sync_buf, std::vector<char>(1 << 20, 'c'));
   EXPECT_EQ(async_buf, std::vector<char>(4096, 'c'));
+  // The late write wrote what the caller gave, not what it reused.
+  fgds::MutexLock lock(&state->mu);
+  EXPECT_EQ(state->written, std::string(8192, 'w'));
 }
 
 }  // namespace

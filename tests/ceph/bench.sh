@@ -14,13 +14,16 @@
 # /proc/filesystems; modules cannot be loaded here).
 #
 #   tests/ceph/bench.sh BUILD_DIR      (as root; ceph packages and ceph-fuse)
-# Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M), and
-# start-cluster.sh's CEPH_* (default: 3 memstore OSDs, pools of size 2).
+# Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M),
+# BENCH_WAYS (default "fgds agents ceph-fuse": which of those to run; the
+# libcephfs rows always run), and start-cluster.sh's CEPH_* (default: 3
+# memstore OSDs, pools of size 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
 size=${BENCH_SIZE:-256M}
 rsize=${BENCH_RAND_SIZE:-64M}
+ways=${BENCH_WAYS:-fgds agents ceph-fuse}
 fgds=$build/tools/fgds
 baseline=$build/tests/ceph/cephfs_baseline
 for f in "$fgds" "$baseline"; do
@@ -72,7 +75,7 @@ rows=$T/rows
 # an unused local directory (the modes run here read no backing files).
 for spec in "seq 1M $size" "rand 4K $rsize"; do
   read -r pattern bs sz <<<"$spec"
-  for way in fgds agents ceph-fuse; do
+  for way in $ways; do
     if [ $way = fgds ]; then
       args=(--mount "$T/fgds" --modes posix,usrbio)
     elif [ $way = agents ]; then
