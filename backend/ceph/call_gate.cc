@@ -19,10 +19,15 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Job {
+  std::function<void()> prologue;  // may be empty
   std::function<void(CallGate::Finish)> start;
   CallGate::Done done;
   Clock::time_point since;
-  bool answered = false;                         // guarded by State::mu
+  bool answered = false;  // guarded by State::mu
+  // Guarded by State::mu: the prologue runs, so the watchdog, giving up,
+  // leaves the answer to the thread running it (answer_after_prologue).
+  bool in_prologue = false;
+  bool answer_after_prologue = false;
   std::list<std::shared_ptr<Job>>::iterator at;  // in State::in_flight
 };
 
@@ -80,6 +85,20 @@ struct CallGate::State {
         }
         job = std::move(state->queue.front());
         state->queue.pop_front();
+        job->in_prologue = job->prologue != nullptr;
+      }
+      if (job->prologue) {
+        job->prologue();
+        bool given_up;
+        {
+          fgds::MutexLock lock(&state->mu);
+          job->in_prologue = false;
+          given_up = job->answer_after_prologue;
+        }
+        if (given_up) {  // the watchdog left this answer to us
+          job->done(-ENOTCONN, true);
+          continue;
+        }
       }
       job->start([state, job](int64_t result) { Finish(state, job, result); });
     }
@@ -107,7 +126,11 @@ struct CallGate::State {
         state->queue.clear();
         for (auto& job : state->in_flight) {
           job->answered = true;
-          abandoned.push_back(job);
+          if (job->in_prologue) {
+            job->answer_after_prologue = true;  // at its end, by its thread
+          } else {
+            abandoned.push_back(job);
+          }
         }
         state->in_flight.clear();
         state->changed.SignalAll();
@@ -163,7 +186,13 @@ CallGate::~CallGate() {
 }
 
 void CallGate::Submit(std::function<void(Finish)> start, Done done) {
+  Submit(nullptr, std::move(start), std::move(done));
+}
+
+void CallGate::Submit(std::function<void()> prologue,
+                      std::function<void(Finish)> start, Done done) {
   auto job = std::make_shared<Job>();
+  job->prologue = std::move(prologue);
   job->start = std::move(start);
   job->done = std::move(done);
   {

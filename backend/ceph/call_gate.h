@@ -54,6 +54,13 @@ class CallGate {
 
   // Starts `start` on a gate thread; exactly one call of `done`.
   void Submit(std::function<void(Finish)> start, Done done);
+  // The same, with `prologue` run first on that thread: while it runs the
+  // gate does not give up on the call (should it die meanwhile, the call
+  // is answered -ENOTCONN, gave_up true, once the prologue returns, and
+  // `start` never runs), so the prologue may still read the caller's
+  // memory. It must be short and never wait on the gated thing.
+  void Submit(std::function<void()> prologue, std::function<void(Finish)> start,
+              Done done);
 
   bool dead() const;
 

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "common/mutex.h"
 #include "gtest/gtest.h"
@@ -117,6 +119,56 @@ TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_EQ(ran_late->load(), 2);
+}
+
+// The gate dies while a call's prologue runs (it reads the caller's
+// memory): the call is answered only once the prologue is over, and never
+// started.
+TEST(CallGateTest, GivingUpDuringAPrologueAnswersOnceItEnds) {
+  CallGate gate(1, milliseconds(200), "test");
+  std::atomic<bool> prologue_over{false};
+  std::atomic<bool> started{false};
+  std::atomic<bool> answered_during_prologue{false};
+  auto latch = std::make_shared<Latch>();
+  gate.Submit(
+      [&] {
+        std::this_thread::sleep_for(milliseconds(600));
+        prologue_over = true;
+      },
+      [&](CallGate::Finish finish) {
+        started = true;
+        finish(0);
+      },
+      [&, latch](int64_t res, bool gave_up) {
+        if (!prologue_over) answered_during_prologue = true;
+        EXPECT_EQ(res, -ENOTCONN);
+        EXPECT_TRUE(gave_up);
+        latch->Open();
+      });
+  latch->Wait();
+  EXPECT_TRUE(gate.dead());
+  EXPECT_FALSE(answered_during_prologue.load());
+  EXPECT_FALSE(started.load());
+}
+
+TEST(CallGateTest, APrologueRunsBeforeItsCall) {
+  CallGate gate(2, milliseconds(5000), "test");
+  std::atomic<int> order{0};
+  auto latch = std::make_shared<Latch>();
+  int prologue_at = -1, start_at = -1;
+  gate.Submit([&] { prologue_at = order++; },
+              [&](CallGate::Finish finish) {
+                start_at = order++;
+                finish(5);
+              },
+              [&, latch](int64_t res, bool gave_up) {
+                EXPECT_EQ(res, 5);
+                EXPECT_FALSE(gave_up);
+                latch->Open();
+              });
+  latch->Wait();
+  EXPECT_EQ(prologue_at, 0);
+  EXPECT_EQ(start_at, 1);
 }
 
 TEST(CallGateTest, DestructorWaitsForCallsInFlight) {

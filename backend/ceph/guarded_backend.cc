@@ -9,41 +9,23 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "backend/ceph/bounce_buffers.h"
 #include "backend/ceph/call_gate.h"
 #include "backend/request_caller.h"
+#include "common/mutex.h"
 
 namespace fgds::backend {
 namespace {
 
-// Results a call writes; shared by the waiter and the call, which may
-// outlive it.
-template <typename T>
-using Shared = std::shared_ptr<T>;
-
-// Completes a request the gate started: reports its path and result to
-// the gate's Finish (which hands them on only while the caller still
-// waits). With `len` > 0 the request's bytes are bounced through data():
-// the call then never touches the caller's buffer, which is gone once the
-// gate has given up on the call.
-class GatedCompletion : public FileIoCompletion {
- public:
-  GatedCompletion(uint64_t len, std::shared_ptr<IoPath> path,
-                  CallGate::Finish finish)
-      : data_(len > 0 ? new char[len] : nullptr),
-        path_(std::move(path)),
-        finish_(std::move(finish)) {}
-  char* data() { return data_.get(); }
-  // Deletes itself: the request is over.
-  void Complete(int64_t result) override {
-    *path_ = path();
-    finish_(result);
-    delete this;
-  }
-
- private:
-  std::unique_ptr<char[]> data_;
-  const std::shared_ptr<IoPath> path_;
-  CallGate::Finish finish_;
+// One data call through the gate (SubmitIo, RunIo): the request as the
+// caller made it, and the bounce buffer the call moves its bytes through
+// instead of the caller's memory, which is gone once the gate has given
+// up on the call. Shared by the call and the waiter, either of which may
+// be the last to let go.
+struct DataCall {
+  FileIoRequest request;        // the caller's
+  std::shared_ptr<char> data;   // null: nothing to bounce (no bytes)
+  IoPath path = IoPath::kNone;  // written by the call before it finishes
 };
 
 class GuardedBackend : public Backend {
@@ -53,7 +35,8 @@ class GuardedBackend : public Backend {
       : inner_(inner.release()),
         timeout_(timeout),
         gate_(std::make_unique<CallGate>(threads, timeout,
-                                         "ceph: " + inner_->EngineName())) {}
+                                         "ceph: " + inner_->EngineName())),
+        buffers_(BounceBuffers::Create(threads)) {}
 
   ~GuardedBackend() override {
     // The inner backend's teardown (ceph_unmount) waits on the cluster
@@ -265,76 +248,72 @@ class GuardedBackend : public Backend {
     });
   }
 
+  // Each request is one gate job that moves the bytes itself, in the gate
+  // thread (the inner backend's RunIo): one hand-off per request, where
+  // handing the call to the inner backend's pool would add a second.
   void SubmitIo(std::span<const FileIoRequest> batch) override {
     for (const FileIoRequest& request : batch) {
-      // Device memory: the inner backend refuses it at once (it cannot
-      // reach it), so there is nothing to bounce.
-      const bool bounce = request.region == nullptr ||
-                          request.region->kind() == MemoryRegion::Kind::kHost;
-      // Written by the call before it finishes; read by `done` only when
-      // it reports the call's own result.
-      auto path = std::make_shared<IoPath>(IoPath::kNone);
-      auto bounced_data = std::make_shared<char*>(nullptr);
-      Backend* in = inner_;
+      if (!Bounced(request)) {
+        // Device memory: refused at once by the inner backend.
+        IoPath path = IoPath::kNone;
+        const int64_t res = inner_->RunIo(request, &path);
+        request.completion->set_path(path);
+        request.completion->Complete(res);
+        continue;
+      }
+      std::shared_ptr<DataCall> call = Prepare(request);
       gate_->Submit(
-          [=](CallGate::Finish finish) {
-            auto* completion = new GatedCompletion(bounce ? request.len : 0,
-                                                   path, std::move(finish));
-            FileIoRequest bounced = request;
-            if (bounce) {
-              if (request.op == FileOp::kWrite && request.len > 0) {
-                memcpy(completion->data(), request.buf, request.len);
-              }
-              bounced.region = nullptr;
-              bounced.buf = completion->data();
-              *bounced_data = completion->data();
-            }
-            bounced.completion = completion;
-            in->SubmitIo({&bounced, 1});
+          CopyIn(call),
+          [call, in = inner_](CallGate::Finish finish) {
+            finish(Move(in, call.get()));
           },
-          [=](int64_t result, bool gave_up) {
-            // Not given up: inside the call's completion, its data still
-            // there. Given up: the call may still run; nothing of its is
-            // read.
-            if (gave_up) {
-              request.completion->set_path(IoPath::kNone);
-              request.completion->Complete(result);
-              return;
-            }
-            if (result > 0 && request.op == FileOp::kRead &&
-                *bounced_data != nullptr) {
-              memcpy(request.buf, *bounced_data, static_cast<size_t>(result));
-            }
-            request.completion->set_path(*path);
-            request.completion->Complete(result);
+          [call](int64_t result, bool gave_up) {
+            // Not given up: inside the call's Finish, its data still there.
+            // Given up: the call may still run; nothing of its is read.
+            FileIoCompletion* completion = call->request.completion;
+            completion->set_path(gave_up ? IoPath::kNone
+                                         : Deliver(*call, result));
+            completion->Complete(result);
           });
     }
   }
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
-    if (request.region != nullptr &&
-        request.region->kind() != MemoryRegion::Kind::kHost) {
-      // Device memory: refused at once by the inner backend (above).
+    if (!Bounced(request)) {
+      // Device memory: refused at once by the inner backend.
       *path = IoPath::kNone;
       return inner_->RunIo(request, path);
     }
-    std::shared_ptr<char[]> data(new char[request.len > 0 ? request.len : 1]);
-    if (request.op == FileOp::kWrite && request.len > 0) {
-      memcpy(data.get(), request.buf, request.len);
-    }
-    auto p = std::make_shared<IoPath>(IoPath::kNone);
-    FileIoRequest bounced = request;
-    bounced.region = nullptr;
-    bounced.buf = data.get();
-    int64_t res = Call([=, in = inner_] {
-      (void)data;  // kept alive for the call, which may outlive us
-      return in->RunIo(bounced, p.get());
-    });
-    // -ENOTCONN from a dead gate: the call may still run; *p is its.
-    *path = res == -ENOTCONN && gate_->dead() ? IoPath::kNone : *p;
-    if (res > 0 && request.op == FileOp::kRead) {
-      memcpy(request.buf, data.get(), static_cast<size_t>(res));
-    }
-    return res;
+    std::shared_ptr<DataCall> call = Prepare(request);
+    std::function<void()> copy_in = CopyIn(call);
+    struct Wait {
+      fgds::Mutex mu;
+      fgds::CondVar cv;
+      bool done ABSL_GUARDED_BY(mu) = false;
+      int64_t result ABSL_GUARDED_BY(mu) = 0;
+      IoPath path ABSL_GUARDED_BY(mu) = IoPath::kNone;
+    };
+    auto wait = std::make_shared<Wait>();
+    std::shared_ptr<const Caller> caller = CallerCopy();
+    gate_->Submit(
+        std::move(copy_in),
+        [call, caller, in = inner_](CallGate::Finish finish) {
+          ScopedRequestCaller scope(caller.get());
+          finish(Move(in, call.get()));
+        },
+        [call, wait](int64_t result, bool gave_up) {
+          // As in SubmitIo: the copy out happens here, before the waiter
+          // may return and its buffer go.
+          const IoPath taken = gave_up ? IoPath::kNone : Deliver(*call, result);
+          fgds::MutexLock lock(&wait->mu);
+          wait->result = result;
+          wait->path = taken;
+          wait->done = true;
+          wait->cv.Signal();
+        });
+    fgds::MutexLock lock(&wait->mu);
+    while (!wait->done) wait->cv.Wait(&wait->mu);
+    *path = wait->path;
+    return wait->result;
   }
   int Fsync(File* file, bool datasync) override {
     return Call([=, in = inner_] { return in->Fsync(file, datasync); });
@@ -415,15 +394,73 @@ class GuardedBackend : public Backend {
   // Runs `call` through the gate with this thread's request caller.
   template <typename F>
   int64_t Call(F call) {
-    std::shared_ptr<const Caller> caller;
-    if (const Caller* c = CurrentRequestCaller(); c != nullptr) {
-      caller = std::make_shared<Caller>(*c);
-    }
+    std::shared_ptr<const Caller> caller = CallerCopy();
     return gate_->Run([caller, call]() -> int64_t {
       ScopedRequestCaller scope(caller.get());
       return call();
     });
   }
+  // This thread's request caller, for the gate thread (null: none).
+  static std::shared_ptr<const Caller> CallerCopy() {
+    const Caller* c = CurrentRequestCaller();
+    return c != nullptr ? std::make_shared<Caller>(*c) : nullptr;
+  }
+
+  // Host memory (or none) is bounced; device memory the inner backend
+  // refuses at once, with nothing to bounce.
+  static bool Bounced(const FileIoRequest& request) {
+    return request.region == nullptr ||
+           request.region->kind() == MemoryRegion::Kind::kHost;
+  }
+
+  // A data call of `request`, with its bounce buffer.
+  std::shared_ptr<DataCall> Prepare(const FileIoRequest& request) {
+    auto call = std::make_shared<DataCall>();
+    call->request = request;
+    const bool moves_bytes =
+        request.op == FileOp::kRead || request.op == FileOp::kWrite;
+    if (moves_bytes && request.len > 0) {
+      call->data = buffers_->Get(request.len);
+    }
+    return call;
+  }
+
+  // Runs first on the gate thread, while the gate may not give up on the
+  // call (CallGate::Submit's prologue): a write's bytes copied in while
+  // the caller's memory is surely there. Here rather than in the caller's
+  // thread, so that the copies of a batch run on the gate threads at once.
+  static std::function<void()> CopyIn(const std::shared_ptr<DataCall>& call) {
+    if (call->request.op != FileOp::kWrite || call->data == nullptr) {
+      return nullptr;
+    }
+    return [call] {
+      memcpy(call->data.get(), call->request.buf, call->request.len);
+    };
+  }
+
+  // The call itself, on a gate thread: the inner backend moves the bytes
+  // to or from the call's buffer, in this thread.
+  static int64_t Move(Backend* in, DataCall* call) {
+    FileIoRequest bounced = call->request;
+    bounced.region = nullptr;
+    bounced.buf = call->data.get();
+    bounced.completion = nullptr;
+    IoPath path = IoPath::kNone;
+    const int64_t res = in->RunIo(bounced, &path);
+    call->path = path;
+    return res;
+  }
+
+  // Hands a finished call's bytes read to the caller's memory; returns
+  // the call's path. REQUIRES: inside the call's Finish (not given up), so
+  // the caller still waits and its memory is there.
+  static IoPath Deliver(const DataCall& call, int64_t result) {
+    if (result > 0 && call.request.op == FileOp::kRead) {
+      memcpy(call.request.buf, call.data.get(), static_cast<size_t>(result));
+    }
+    return call.path;
+  }
+
   static int CopyEntry(int64_t res, const Entry& got, Entry* out) {
     if (res == 0) *out = got;
     return static_cast<int>(res);
@@ -433,6 +470,8 @@ class GuardedBackend : public Backend {
   Backend* const inner_;
   const std::chrono::milliseconds timeout_;
   std::unique_ptr<CallGate> gate_;
+  // Shared with the calls in flight (DataCall), which may outlive us.
+  const std::shared_ptr<BounceBuffers> buffers_;
 };
 
 }  // namespace

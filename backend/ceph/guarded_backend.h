@@ -6,7 +6,9 @@
 // gone. Each call runs on a gate thread with copies of its arguments and
 // results of its own (a call given up on may still finish later, and must
 // not write where the caller's buffers were): names and values are copied
-// in, results copied out, file data bounced through a buffer of the call.
+// in, results copied out, file data bounced through a buffer of the call
+// (recycled: bounce_buffers.h). A data call moves its bytes in the gate
+// thread that took it (the inner backend's RunIo): one hand-off each.
 // Once the gate is dead, every call fails with -ENOTCONN (the daemon's
 // requests with it), and the inner backend is never destroyed (its
 // teardown, ceph_unmount, would wait for the parked calls).

@@ -11,16 +11,21 @@
 # for the libcephfs row; libcephfs-cold reads from a fresh session), and
 # prints each one's MB/s and IOPS and its ratio to libcephfs. The kernel's
 # CephFS client is left out where the running kernel lacks it (no "ceph" in
-# /proc/filesystems; modules cannot be loaded here).
+# /proc/filesystems; modules cannot be loaded here). fgds-cold-posix reads
+# libcephfs's files through the fgds mount, cold as libcephfs-cold is;
+# reads get a second ratio, over libcephfs-cold.
 #
 #   tests/ceph/bench.sh BUILD_DIR      (as root; ceph packages and ceph-fuse)
-# Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M), and
-# start-cluster.sh's CEPH_* (default: 3 memstore OSDs, pools of size 2).
+# Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M),
+# BENCH_WAYS (default "fgds agents ceph-fuse": which of those to run; the
+# libcephfs rows always run), and start-cluster.sh's CEPH_* (default: 3
+# memstore OSDs, pools of size 2).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: bench.sh BUILD_DIR}" && pwd)
 size=${BENCH_SIZE:-256M}
 rsize=${BENCH_RAND_SIZE:-64M}
+ways=${BENCH_WAYS:-fgds agents ceph-fuse}
 fgds=$build/tools/fgds
 baseline=$build/tests/ceph/cephfs_baseline
 for f in "$fgds" "$baseline"; do
@@ -72,7 +77,7 @@ rows=$T/rows
 # an unused local directory (the modes run here read no backing files).
 for spec in "seq 1M $size" "rand 4K $rsize"; do
   read -r pattern bs sz <<<"$spec"
-  for way in fgds agents ceph-fuse; do
+  for way in $ways; do
     if [ $way = fgds ]; then
       args=(--mount "$T/fgds" --modes posix,usrbio)
     elif [ $way = agents ]; then
@@ -107,6 +112,32 @@ for spec in "seq 1048576 $(to_bytes "$size")" "rand 4096 $(to_bytes "$rsize")"; 
     awk '{print "libcephfs-cold", $1, $2, $3, $4}' >>"$rows"
 done
 
+# fgds-cold-posix: the baseline's files read through the fgds mount, whose
+# daemon never had them (its libcephfs cache is as cold as
+# libcephfs-cold's fresh session, and the kernel never cached them on this
+# mount): the fair pair to libcephfs-cold, where fgds-posix pairs with
+# libcephfs (both read back what their own client just wrote).
+if [[ " $ways " == *" fgds "* ]]; then
+  for spec in "seq 1048576 $(to_bytes "$size")" "rand 4096 $(to_bytes "$rsize")"; do
+    read -r pattern bs sz <<<"$spec"
+    python3 - "$T/fgds/baseline.$pattern" "$pattern" "$bs" "$sz" <<'PY' |
+import os, random, sys, time
+path, pattern, bs, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+fd = os.open(path, os.O_RDONLY)
+blocks = size // bs
+rng = random.Random(1)
+start = time.monotonic()
+for i in range(blocks):
+    off = (rng.randrange(blocks) if pattern == "rand" else i) * bs
+    if len(os.pread(fd, bs, off)) != bs:
+        sys.exit(f"bench: short read of {path} at {off}")
+secs = time.monotonic() - start
+print("read", pattern, size / secs / 1e6, blocks / secs)
+PY
+      awk '{print "fgds-cold-posix", $1, $2, $3, $4}' >>"$rows"
+  done
+fi
+
 grep '^# agent' "$T/fgds-agents/.fgds/stats" || true
 echo "CephFS ways in, one cluster ($(ceph --conf "$conf" osd stat 2>/dev/null | head -1)); $size seq, $rsize rand"
 python3 - "$rows" <<'PY'
@@ -116,13 +147,17 @@ for line in open(sys.argv[1]):
     name, op, pattern, mbs, iops = line.split()
     if op not in ("read", "write"): continue  # (write-nofsync)
     rows.setdefault((op, pattern), {})[name] = (float(mbs), float(iops))
-print(f"{'test':<12}{'way':<13}{'MB/s':>9}{'IOPS':>10}{'vs libcephfs':>14}")
+# "vs cold": over libcephfs-cold, the fresh session's read (reads only).
+print(f"{'test':<12}{'way':<16}{'MB/s':>9}{'IOPS':>10}{'vs libcephfs':>14}{'vs cold':>9}")
 for (op, pattern), ways in sorted(rows.items()):
     base = ways.get("libcephfs")
+    cold = ways.get("libcephfs-cold")
     for name in ("libcephfs", "libcephfs-cold", "ceph-fuse", "fgds-posix",
-                 "fgds-usrbio", "agents-posix", "agents-usrbio"):
+                 "fgds-usrbio", "fgds-cold-posix", "agents-posix",
+                 "agents-usrbio"):
         if name not in ways: continue
         mbs, iops = ways[name]
         ratio = f"{mbs / base[0]:.2f}x" if base and base[0] > 0 else "-"
-        print(f"{op + ' ' + pattern:<12}{name:<13}{mbs:>9.1f}{iops:>10.0f}{ratio:>14}")
+        cold_ratio = f"{mbs / cold[0]:.2f}x" if cold and cold[0] > 0 else "-"
+        print(f"{op + ' ' + pattern:<12}{name:<16}{mbs:>9.1f}{iops:>10.0f}{ratio:>14}{cold_ratio:>9}")
 PY

@@ -1,0 +1,228 @@
+#include "backend/ceph/guarded_backend.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/mutex.h"
+#include "gtest/gtest.h"
+
+namespace fgds::backend {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Storage that answers data calls only once opened (a cluster that does
+// not answer, then comes back): reads return 'r' bytes, writes are kept.
+// The namespace is not used by these tests.
+class StallingStore : public Backend {
+ public:
+  struct State {
+    fgds::Mutex mu;
+    fgds::CondVar cv;
+    bool open ABSL_GUARDED_BY(mu) = true;
+    std::string written ABSL_GUARDED_BY(mu);
+    std::atomic<int> finished{0};
+    std::atomic<int> running{0};
+  };
+  explicit StallingStore(std::shared_ptr<State> state)
+      : state_(std::move(state)) {}
+
+  int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
+    ++state_->running;
+    {
+      fgds::MutexLock lock(&state_->mu);
+      while (!state_->open) state_->cv.Wait(&state_->mu);
+      if (request.op == FileOp::kWrite) {
+        state_->written.assign(request.buf, request.len);
+      }
+    }
+    if (request.op == FileOp::kRead) memset(request.buf, 'r', request.len);
+    *path = IoPath::kPageCache;
+    ++state_->finished;
+    return static_cast<int64_t>(request.len);
+  }
+  void SubmitIo(std::span<const FileIoRequest> batch) override {
+    for (const FileIoRequest& r : batch) {
+      IoPath path;
+      int64_t res = RunIo(r, &path);
+      r.completion->set_path(path);
+      r.completion->Complete(res);
+    }
+  }
+
+  NodeId root() const override { return 1; }
+  std::string EngineName() const override { return "stalling"; }
+  int Lookup(NodeId, const char*, Entry*) override { return -ENOSYS; }
+  void Forget(NodeId, uint64_t) override {}
+  int GetAttr(NodeId, struct stat*) override { return -ENOSYS; }
+  int SetAttr(NodeId, const SetAttrRequest&, struct stat*) override {
+    return -ENOSYS;
+  }
+  int ReadLink(NodeId, std::string*) override { return -ENOSYS; }
+  int MkNod(const Caller&, NodeId, const char*, mode_t, dev_t,
+            Entry*) override {
+    return -ENOSYS;
+  }
+  int MkDir(const Caller&, NodeId, const char*, mode_t, Entry*) override {
+    return -ENOSYS;
+  }
+  int SymLink(const Caller&, const char*, NodeId, const char*,
+              Entry*) override {
+    return -ENOSYS;
+  }
+  int Link(NodeId, NodeId, const char*, Entry*) override { return -ENOSYS; }
+  int Unlink(NodeId, const char*) override { return -ENOSYS; }
+  int RmDir(NodeId, const char*) override { return -ENOSYS; }
+  int Rename(NodeId, const char*, NodeId, const char*, unsigned) override {
+    return -ENOSYS;
+  }
+  int StatFs(NodeId, struct statvfs*) override { return -ENOSYS; }
+  int SetXattr(NodeId, const char*, const void*, size_t, int) override {
+    return -ENOSYS;
+  }
+  int GetXattr(NodeId, const char*, void*, size_t) override { return -ENOSYS; }
+  int ListXattr(NodeId, char*, size_t) override { return -ENOSYS; }
+  int RemoveXattr(NodeId, const char*) override { return -ENOSYS; }
+  int Open(NodeId, int, File**) override { return -ENOSYS; }
+  int Create(const Caller&, NodeId, const char*, mode_t, int, Entry*,
+             File**) override {
+    return -ENOSYS;
+  }
+  int Flush(File*) override { return 0; }
+  void Release(File*) override {}
+  int Fsync(File*, bool) override { return 0; }
+  int Fallocate(File*, int, off_t, off_t) override { return -ENOSYS; }
+  ssize_t CopyFileRange(File*, off_t, File*, off_t, size_t, unsigned) override {
+    return -ENOSYS;
+  }
+  off_t Lseek(File*, off_t, int) override { return -ENOSYS; }
+  bool KeepCache(File*) override { return false; }
+  NodeId NodeOf(File*) override { return 0; }
+  int OpenDir(NodeId, Dir**) override { return -ENOSYS; }
+  int ReadDir(Dir*, off_t,
+              const std::function<bool(const DirEntry&)>&) override {
+    return -ENOSYS;
+  }
+  void ReleaseDir(Dir*) override {}
+  int FsyncDir(Dir*, bool) override { return 0; }
+
+ private:
+  const std::shared_ptr<State> state_;
+};
+
+class Completion : public FileIoCompletion {
+ public:
+  void Complete(int64_t result) override {
+    fgds::MutexLock lock(&mu_);
+    result_ = result;
+    done_ = true;
+    cv_.Signal();
+  }
+  int64_t Wait() {
+    fgds::MutexLock lock(&mu_);
+    while (!done_) cv_.Wait(&mu_);
+    return result_;
+  }
+
+ private:
+  fgds::Mutex mu_;
+  fgds::CondVar cv_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t result_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+FileIoRequest Request(FileOp op, std::vector<char>& buf,
+                      FileIoCompletion* completion = nullptr) {
+  FileIoRequest r;
+  r.op = op;
+  r.buf = buf.data();
+  r.len = buf.size();
+  r.completion = completion;
+  return r;
+}
+
+TEST(GuardedBackendTest, MovesTheBytesOfReadsAndWrites) {
+  auto state = std::make_shared<StallingStore::State>();
+  auto backend = GuardBackend(std::make_unique<StallingStore>(state), 4,
+                              milliseconds(5000));
+  std::vector<char> data(1 << 20, 'w');
+  IoPath path;
+  EXPECT_EQ(backend->RunIo(Request(FileOp::kWrite, data), &path), 1 << 20);
+  EXPECT_EQ(path, IoPath::kPageCache);
+  {
+    fgds::MutexLock lock(&state->mu);
+    EXPECT_EQ(state->written, std::string(1 << 20, 'w'));
+  }
+  std::vector<char> got(3 << 20, 'c');  // larger than a pooled buffer
+  EXPECT_EQ(backend->RunIo(Request(FileOp::kRead, got), &path), 3 << 20);
+  EXPECT_EQ(got, std::vector<char>(3 << 20, 'r'));
+  std::vector<char> small(4096, 'c');
+  Completion completion;
+  FileIoRequest r = Request(FileOp::kRead, small, &completion);
+  backend->SubmitIo({&r, 1});
+  EXPECT_EQ(completion.Wait(), 4096);
+  EXPECT_EQ(completion.path(), IoPath::kPageCache);
+  EXPECT_EQ(small, std::vector<char>(4096, 'r'));
+}
+
+// The gate gives up on calls the store holds: their callers get ENOTCONN,
+// and when the store answers later, not one byte lands in the callers'
+// memory (which they may have reused by then), and a write stores the
+// bytes it was given.
+TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
+  auto state = std::make_shared<StallingStore::State>();
+  {
+    fgds::MutexLock lock(&state->mu);
+    state->open = false;
+  }
+  std::vector<char> sync_buf(1 << 20, 'c');
+  std::vector<char> async_buf(4096, 'c');
+  std::vector<char> write_buf(8192, 'w');
+  Completion completion, write_completion;
+  // The gate leaves its inner backend to the parked calls (it never
+  // deletes it once dead): deleted here once they are done.
+  auto* store = new StallingStore(state);
+  {
+    auto backend =
+        GuardBackend(std::unique_ptr<Backend>(store), 4, milliseconds(300));
+    FileIoRequest r = Request(FileOp::kRead, async_buf, &completion);
+    backend->SubmitIo({&r, 1});
+    FileIoRequest w = Request(FileOp::kWrite, write_buf, &write_completion);
+    backend->SubmitIo({&w, 1});
+    IoPath path = IoPath::kDirect;
+    EXPECT_EQ(backend->RunIo(Request(FileOp::kRead, sync_buf), &path),
+              -ENOTCONN);
+    EXPECT_EQ(path, IoPath::kNone);
+    EXPECT_EQ(completion.Wait(), -ENOTCONN);
+    EXPECT_EQ(completion.path(), IoPath::kNone);
+    EXPECT_EQ(write_completion.Wait(), -ENOTCONN);
+    // The writer reuses its memory, as it may once answered.
+    memset(write_buf.data(), 'X', write_buf.size());
+    // The three calls are parked in the store, on gate threads.
+    EXPECT_EQ(state->running.load(), 3);
+  }
+  {
+    fgds::MutexLock lock(&state->mu);
+    state->open = true;
+    state->cv.SignalAll();
+  }
+  for (int i = 0; i < 200 && state->finished.load() < 3; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(state->finished.load(), 3);
+  delete store;
+  EXPECT_EQ(sync_buf, std::vector<char>(1 << 20, 'c'));
+  EXPECT_EQ(async_buf, std::vector<char>(4096, 'c'));
+  // The late write wrote what the caller gave, not what it reused.
+  fgds::MutexLock lock(&state->mu);
+  EXPECT_EQ(state->written, std::string(8192, 'w'));
+}
+
+}  // namespace
+}  // namespace fgds::backend
