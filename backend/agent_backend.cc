@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/io_pool.h"
 #include "backend/remote/agent_wire.h"
+#include "backend/remote/inode_name.h"
 #include "common/errno_status.h"
 
 namespace fgds::backend {
@@ -213,10 +215,13 @@ class AgentBackend : public Backend {
         name->assign(target + root_.size() + 1,
                      static_cast<size_t>(n) - root_.size() - 1);
         // An unlinked file's link ends in " (deleted)" and names nothing
-        // (or another file of that name): not sent.
-        if (remote::CheckRelativePath(*name) == 0 &&
-            name->find(" (deleted)") == std::string::npos) {
-          return true;
+        // (or another file of that name): not sent. The agent checks the
+        // inode, so a path that changed under the request is refused.
+        struct stat st;
+        if (name->find(" (deleted)") == std::string::npos &&
+            fstat(fd, &st) == 0) {
+          *name = remote::CheckedPathName(st.st_ino, *name);
+          if (remote::CheckRelativePath(*name) == 0) return true;
         }
       }
     }

@@ -10,11 +10,12 @@
 //
 // Naming: an agent of a directory opens files by path (agent_store.h), so a
 // file is named by where its descriptor's path (/proc/self/fd) lies under
-// `root`. A file with no such name (unlinked, moved out of the tree, a
-// name longer than the protocol carries) is served by the inner backend,
-// and counted. A rename racing with a request may send it to the file now
-// at the old name, as any path-based client would: for files that are not
-// renamed while they are written (docs/remote.md).
+// `root`, checked against its inode number (remote/inode_name.h): a path
+// that names another file by the time the agent opens it (a rename racing
+// the request, or a hostile user swapping a directory on the way for a
+// symlink) is refused by the agent, and the request served here. A file
+// with no such name (unlinked, moved out of the tree, a name longer than
+// the protocol carries) is served by the inner backend, and counted.
 //
 // Which requests go: reads and writes of host memory (FUSE buffers, usrbio
 // host iovs, GPU iovs' host staging); not device memory (the inner

@@ -2,10 +2,12 @@
 // (AgentServer on the same directory, loopback TCP): reads and writes go to
 // the agent and report its path; files the agent cannot name (unlinked,
 // O_APPEND writes) and a dead agent go to the local backend without an
-// error; and MemoryRegion's attachment lives exactly as long as its region.
+// error; the agent refuses a checked path that names another file; and
+// MemoryRegion's attachment lives exactly as long as its region.
 #include "backend/agent_backend.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 
 #include "backend/local/local_backend.h"
 #include "backend/remote/agent/agent_server.h"
+#include "backend/remote/inode_name.h"
 #include "gtest/gtest.h"
 
 namespace fgds::backend {
@@ -175,6 +178,46 @@ TEST_F(AgentBackendTest, ADeadAgentFallsBackWithoutAnError) {
   EXPECT_NE(stats.find("state=down"), std::string::npos) << stats;
   EXPECT_NE(stats.find("fallbacks=1"), std::string::npos) << stats;
   backend_->Release(file);
+}
+
+// The agent's half of the naming rule (inode_name.h): a checked path whose
+// file is not the one named, here because the path now leads to another
+// file through a directory swapped for a symlink, is refused before any
+// byte moves; the daemon then serves the request from its own descriptor.
+TEST(DirStoreTest, ACheckedPathThatNowNamesAnotherFileIsRefused) {
+  char dir[] = "/tmp/fgds-dirstore-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  ASSERT_EQ(mkdir((root + "/mine").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root + "/theirs").c_str(), 0755), 0);
+  auto make = [&](const std::string& name) {
+    int fd = open((root + "/" + name).c_str(), O_CREAT | O_RDWR, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, "original", 8), 8);
+    struct stat st = {};
+    fstat(fd, &st);
+    close(fd);
+    return st.st_ino;
+  };
+  const ino_t mine = make("mine/f");
+  const ino_t theirs = make("theirs/f");
+  auto store = remote::DirStore::Open(root);
+  ASSERT_TRUE(store.ok()) << store.status();
+  // The name the daemon made while "mine" was the caller's directory.
+  const std::string name = remote::CheckedPathName(mine, "mine/f");
+  EXPECT_EQ((*store)->Write(name, 0, "XX", 2), 2);
+  ASSERT_EQ(rename((root + "/mine").c_str(), (root + "/moved").c_str()), 0);
+  ASSERT_EQ(symlink("theirs", (root + "/mine").c_str()), 0);
+  EXPECT_EQ((*store)->Write(name, 0, "YY", 2), -ESTALE);
+  char back[8] = {};
+  EXPECT_EQ((*store)->Read(name, 0, back, sizeof(back)), -ESTALE);
+  EXPECT_EQ((*store)->Sync(name), -ESTALE);
+  // The other file is untouched, and its own checked name still works.
+  EXPECT_EQ((*store)->Read(remote::CheckedPathName(theirs, "theirs/f"), 0, back,
+                           sizeof(back)),
+            8);
+  EXPECT_EQ(std::string(back, 8), "original");
+  std::filesystem::remove_all(root);
 }
 
 TEST(MemoryRegionTest, TheAttachmentIsMadeOnceAndGoesWithTheRegion) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "backend/remote/agent_wire.h"
+#include "backend/remote/inode_name.h"
 #include "common/errno_status.h"
 
 namespace fgds::remote {
@@ -28,8 +29,14 @@ std::string DirStore::Describe() const {
   return absl::StrCat("directory ", root_);
 }
 
-int DirStore::OpenFile(const std::string& path, int access) {
-  if (int rc = CheckRelativePath(path); rc != 0) return rc;
+int DirStore::OpenFile(const std::string& name, int access) {
+  if (int rc = CheckRelativePath(name); rc != 0) return rc;
+  // A checked path (inode_name.h) must still be the file it was.
+  uint64_t want_ino = 0;
+  std::string_view checked_path;
+  const std::string path = ParseCheckedPathName(name, &want_ino, &checked_path)
+                               ? std::string(checked_path)
+                               : name;
   // First an O_PATH descriptor, resolved strictly beneath the root (".."
   // and symlinks may not leave it, /proc magic links are refused), so that
   // the type is known before anything is opened for real: opening a FIFO
@@ -49,6 +56,10 @@ int DirStore::OpenFile(const std::string& path, int access) {
   if (!S_ISREG(st.st_mode)) {
     close(pfd);
     return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+  }
+  if (want_ino != 0 && st.st_ino != want_ino) {
+    close(pfd);
+    return -ESTALE;
   }
   // Reopen the very file the O_PATH descriptor names.
   const std::string self = absl::StrCat("/proc/self/fd/", pfd);

@@ -82,10 +82,11 @@ class DirStore : public AgentStore {
  private:
   DirStore(std::string root, int root_fd)
       : root_(std::move(root)), root_fd_(root_fd) {}
-  // Opens `path` beneath the root for `access` (O_RDONLY or O_WRONLY):
+  // Opens `name` beneath the root for `access` (O_RDONLY or O_WRONLY):
   // a descriptor, or -errno (-EXDEV for a path that leaves the root,
-  // -EINVAL for anything but a regular file).
-  int OpenFile(const std::string& path, int access);
+  // -EINVAL for anything but a regular file, -ESTALE for a checked path
+  // (inode_name.h) whose file is no longer the one named).
+  int OpenFile(const std::string& name, int access);
 
   const std::string root_;
   const int root_fd_;
