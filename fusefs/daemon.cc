@@ -415,7 +415,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   // kernel is asked (fuse_features.h); "on" fails the mount here.
   fs->passthrough_blocker =
       PassthroughBlocker(options, options.backend == "local");
-  fs->fuse_uring_blocker = FuseUringBlocker(options);
+  fs->fuse_uring_blocker =
+      FuseUringBlocker(options, options.backend == "local");
   fs->backing_stacked = OnStackedFilesystem(options.data_dir);
   for (const auto& [mode, blocker, name] :
        {std::tuple{options.passthrough, fs->passthrough_blocker, "passthrough"},

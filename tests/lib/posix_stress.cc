@@ -257,6 +257,16 @@ std::string DescribeHang(pid_t daemon_pid, pid_t stuck_pid,
   return out;
 }
 
+bool AbortFuseConnection(const std::string& mountpoint) {
+  const std::string conn = ConnectionDir(mountpoint);
+  if (conn.empty()) return false;
+  const int fd = open((conn + "/abort").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool written = write(fd, "1", 1) == 1;
+  close(fd);
+  return written;
+}
+
 PosixStressResult RunPosixStress(const PosixStressOptions& options) {
   PosixStressResult result;
   const size_t bytes = sizeof(Slot) * static_cast<size_t>(options.processes);
