@@ -6,13 +6,16 @@
 // usrbio write starts (fusefs/session/cache_invalidator.h); before it did,
 // the kernel wrote them back after it, over the usrbio bytes.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -288,6 +291,9 @@ class HangGuard {
     std::string report = absl::StrCat(
         "still running after ", limit.count(), " s: the mount hangs\n",
         DescribeHang(fs_.daemon_pid(), -1, fs_.mountpoint(), /*gdb=*/true));
+    // Now: after the abort, a thread whose store or read through a mapping
+    // was waiting on the mount gets SIGBUS, which ends the test here.
+    fprintf(stderr, "%s", report.c_str());
     const bool aborted = AbortFuseConnection(fs_.mountpoint());
     absl::StrAppend(&report, aborted ? "FUSE connection aborted\n"
                                      : "could not abort the connection\n");
@@ -475,6 +481,90 @@ std::string ModeName(const ::testing::TestParamInfo<MountMode>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, UsrbioCoherenceBusyTest,
                          ::testing::ValuesIn(kModes), ModeName);
+
+// A daemon told to stop (SIGTERM) while usrbio writes and the mount's
+// writers are busy on the same pages exits: its FUSE loop ends first, so a
+// usrbio write's invalidation that then waits for a page's write-back (a
+// FUSE WRITE nobody will answer any more) must not hold the daemon, which
+// would sleep uninterruptibly, unkillable, with the mount.
+TEST(UsrbioCoherenceStopTest, DaemonStopsWhileTheMountIsBusy) {
+  if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+    GTEST_SKIP() << "needs root and /dev/fuse";
+  }
+  MountOptions options;
+  // Dirty pages from plain writes (no mapping, whose faults would raise
+  // SIGBUS once the daemon is gone).
+  options.extra_args = {"--writeback-cache", "--no-keep-cache"};
+  auto mounted = MountedFs::Start(options);
+  ASSERT_TRUE(mounted.ok()) << mounted.status();
+  std::unique_ptr<MountedFs> fs = *std::move(mounted);
+  constexpr uint64_t kPages = 64;
+  constexpr uint64_t kSize = kPages * kPage;
+  const std::string path = fs->mountpoint() + "/busy";
+  int fd = open(path.c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, kSize), 0);
+  Session s(fs->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  const int id = RegisterPath(&s.s, path, O_RDWR);
+  ASSERT_GE(id, 0);
+  Iov iov(&s.s, kSize);
+  ASSERT_EQ(iov.result, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  memset(iov.at(0), 'B', kSize);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    const std::string a(kPage, 'A');
+    for (uint64_t i = 0; !stop.load(); ++i) {
+      (void)!pwrite(fd, a.data(), kPage, ((i * 7) % kPages) * kPage);
+    }
+  });
+  const pid_t daemon = fs->daemon_pid();
+  const std::string conn = FuseConnectionDir(fs->mountpoint());
+  const auto term_at =
+      std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  bool termed = false;
+  // usrbio writes over every page until the daemon is gone (its session
+  // then fails them) or 5 s after the signal.
+  for (int batch = 0;; ++batch) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!termed && now >= term_at) {
+      ASSERT_EQ(kill(daemon, SIGTERM), 0);
+      termed = true;
+    }
+    if (now >= term_at + std::chrono::seconds(5)) break;
+    constexpr unsigned kBatch = 8;
+    bool prepared = true;
+    for (unsigned k = 0; k < kBatch && prepared; ++k) {
+      const uint64_t off = ((batch * kBatch + k) % kPages) * kPage;
+      prepared = fgds_prep_write(&ior.ior, &iov.iov, iov.at(off), id, off,
+                                 kPage, k) == 0;
+    }
+    fgds_cqe cqes[kBatch];
+    if (!prepared || SubmitAndWaitAll(&ior.ior, cqes, kBatch) < 0) break;
+  }
+  // Exited within 20 s of the signal (waitid's WNOWAIT leaves the reaping
+  // to MountedFs).
+  bool exited = false;
+  for (int i = 0; i < 200 && !exited; ++i) {
+    siginfo_t info = {};
+    exited = waitid(P_PID, static_cast<id_t>(daemon), &info,
+                    WEXITED | WNOHANG | WNOWAIT) == 0 &&
+             info.si_pid == daemon;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!exited) {
+    ADD_FAILURE() << "the daemon did not exit within 20 s of SIGTERM\n"
+                  << DescribeHang(daemon, -1, fs->mountpoint(),
+                                  /*gdb=*/false);
+    // What the operator would do: the waits end, and so does the daemon.
+    AbortFuseConnectionDir(conn);
+  }
+  stop.store(true);
+  writer.join();
+  close(fd);
+}
 
 // The mode the hang was seen in, over io_uring (--fuse-uring auto, the
 // default, with the kernel's parameter on).

@@ -83,6 +83,12 @@ std::string DescribeHang(pid_t daemon_pid, pid_t stuck_pid,
 // will never answer wake up. Returns false where that cannot be done.
 bool AbortFuseConnection(const std::string& mountpoint);
 
+// The same by the connection's directory, "/sys/fs/fuse/connections/N"
+// (FuseConnectionDir, read while the mount was still there: a daemon that
+// stops detaches its mount first).
+std::string FuseConnectionDir(const std::string& mountpoint);
+bool AbortFuseConnectionDir(const std::string& conn);
+
 }  // namespace fgds::testing
 
 #endif  // FGDS_TESTS_LIB_POSIX_STRESS_H_
