@@ -32,6 +32,7 @@
 #include "fusefs/abort_on_death.h"
 #include "fusefs/fd_limit.h"
 #include "fusefs/filesystem.h"
+#include "fusefs/fuse_connection.h"
 #include "fusefs/fuse_features.h"
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
@@ -416,7 +417,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   // kernel is asked (fuse_features.h); "on" fails the mount here.
   fs->passthrough_blocker =
       PassthroughBlocker(options, options.backend == "local");
-  fs->fuse_uring_blocker = FuseUringBlocker(options);
+  fs->fuse_uring_blocker =
+      FuseUringBlocker(options, options.backend == "local");
   fs->backing_stacked = OnStackedFilesystem(options.data_dir);
   for (const auto& [mode, blocker, name] :
        {std::tuple{options.passthrough, fs->passthrough_blocker, "passthrough"},
@@ -491,6 +493,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   // loop's INIT reply.
   RaiseReadahead(options.mountpoint, options.readahead_kb);
   point(kBeforeSessions);
+  // Our mount's device: its FUSE connection, should a signal stop us.
+  const std::optional<MountInfo> own_mount = FindMount(options.mountpoint);
   // Before any session can hand us a descriptor of our own mount: should
   // the daemon die holding one, its exit would wait on itself
   // (abort_on_death.h).
@@ -543,12 +547,35 @@ absl::Status ServeMount(const DaemonOptions& options,
       config, static_cast<unsigned>(std::min(options.max_threads, 8)));
   // A signal ends the loop with the signal's number: that is a clean stop.
   int ret = fuse_session_loop_mt(se, config);
-  if (ret == SIGTERM || ret == SIGINT || ret == SIGHUP) ret = 0;
+  const bool stopped_by_signal =
+      ret == SIGTERM || ret == SIGINT || ret == SIGHUP;
+  if (stopped_by_signal) ret = 0;
   fuse_loop_cfg_destroy(config);
   // Before the unmount closes the session's descriptor (whose number a
   // later open may reuse); returns once no event is being delivered.
   fs->backend->SetCacheEvents(nullptr);
 
+  // Stopped by a signal, the loop answers nothing more, but the kernel may
+  // still wait on it: a usrbio write's invalidation waiting for a page's
+  // write-back (a FUSE WRITE nobody will take now) would hold its ring
+  // worker asleep, uninterruptibly, and sessions.reset() below and the
+  // daemon's exit with it (UsrbioCoherenceStopTest). Every such wait ends
+  // once the connection is aborted, as it would at our exit; only while
+  // our mount is still there, so that its number names our connection.
+  if (stopped_by_signal && own_mount) {
+    auto now = FindMount(options.mountpoint);
+    if (now && now->major == own_mount->major &&
+        now->minor == own_mount->minor) {
+      if (int err = AbortFuseConnection(now->major, now->minor); err != 0) {
+        LogWarning("could not abort the FUSE connection (%s): %s",
+                   FuseConnectionDir(now->major, now->minor), strerror(-err));
+      } else if (umount2(options.mountpoint.c_str(), MNT_DETACH) != 0) {
+        // Ourselves: libfuse's unmount takes an aborted connection for an
+        // unmounted one and leaves the mount.
+        LogWarning("umount %s: %s", options.mountpoint, strerror(errno));
+      }
+    }
+  }
   // Unmount while the handlers still catch a second signal: its default
   // action now would kill us and leave a dead mount behind.
   fuse_session_unmount(se);

@@ -36,9 +36,18 @@ std::string PassthroughBlocker(const DaemonOptions& options, bool local_files) {
 #endif
 }
 
-std::string FuseUringBlocker(const DaemonOptions& options,
+std::string FuseUringBlocker(const DaemonOptions& options, bool local_backend,
                              const char* enable_uring_path) {
   if (options.fuse_uring == FeatureMode::kOff) return "--fuse-uring off";
+  // libfuse serves each CPU's queue with one thread, one request at a
+  // time: fine for requests that end in a local system call, not for a
+  // backend whose requests wait on the network (they would queue behind
+  // each other instead of running on the /dev/fuse loop's many threads).
+  if (options.fuse_uring == FeatureMode::kAuto && !local_backend) {
+    return absl::StrCat("auto leaves it off for the ", options.backend,
+                        " backend (a ring serves its CPU's requests one at a "
+                        "time; --fuse-uring on to use it anyway)");
+  }
 #ifndef FUSE_CAP_OVER_IO_URING
   return absl::StrCat("libfuse ", FUSE_MAJOR_VERSION, ".", FUSE_MINOR_VERSION,
                       " cannot ask for it (3.18+; deploy/install-deps.sh "

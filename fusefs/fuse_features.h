@@ -33,9 +33,11 @@ std::string LibfuseVersion();
 std::string PassthroughBlocker(const DaemonOptions& options, bool local_files);
 
 // Before mounting: why FUSE over io_uring cannot be asked for, or "".
-// `enable_uring_path` is the fuse module's parameter (tests pass another).
+// `local_backend`: requests end in local system calls (auto uses rings
+// only then). `enable_uring_path` is the fuse module's parameter (tests
+// pass another).
 std::string FuseUringBlocker(
-    const DaemonOptions& options,
+    const DaemonOptions& options, bool local_backend,
     const char* enable_uring_path = "/sys/module/fuse/parameters/enable_uring");
 
 // "libfuse 3.18.3 (built with 3.18); passthrough on; fuse-uring off: ..."

@@ -6,6 +6,8 @@
 // would end the daemon and the mount for every user. The guard wraps the
 // whole table, so a handler added in an ops_*.cc file is guarded without
 // writing a try block.
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -130,6 +132,24 @@ constexpr bool kNeedsCaller =
     SameMember<Member, &fuse_lowlevel_ops::removexattr>() ||
     SameMember<Member, &fuse_lowlevel_ops::create>();
 
+// Turns the calling thread's cancellation off for its life. libfuse 3.18
+// stops its io_uring threads with pthread_cancel: a handler cancelled at
+// one of its system calls would unwind through Guarded::Call, which is
+// noexcept (std::terminate: the daemon dumped core at a stop under load,
+// its exit then held by a thread waiting in the kernel). libfuse's
+// /dev/fuse workers run handlers with cancellation off too; a cancel sent
+// meanwhile takes effect in libfuse's own loop afterwards.
+class NoCancellation {
+ public:
+  NoCancellation() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_); }
+  ~NoCancellation() { pthread_setcancelstate(old_, nullptr); }
+  NoCancellation(const NoCancellation&) = delete;
+  NoCancellation& operator=(const NoCancellation&) = delete;
+
+ private:
+  int old_ = PTHREAD_CANCEL_ENABLE;
+};
+
 // Calls the handler `Member` of Handlers() and turns an exception into the
 // request's reply. A handler must not throw after it replied (the request
 // is freed then): every handler replies last.
@@ -140,6 +160,7 @@ template <typename... Args,
           void (*fuse_lowlevel_ops::*Member)(fuse_req_t, Args...)>
 struct Guarded<Member> {
   static void Call(fuse_req_t req, Args... args) noexcept {
+    NoCancellation no_cancellation;
     CountTransport(*static_cast<Filesystem*>(fuse_req_userdata(req)), req);
     try {
       if constexpr (kNeedsCaller<Member>) {

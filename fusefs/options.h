@@ -71,10 +71,11 @@ struct DaemonOptions {
   // FUSE over io_uring: requests that still reach the daemon come through
   // io_uring rings instead of /dev/fuse reads (Linux 6.14+, with the fuse
   // module's enable_uring parameter set; libfuse 3.18+).
-  // Off unless asked for: over io_uring, a queue's one thread serves its
-  // requests, and a request that waits on another of the same queue never
-  // ends (docs/fgdsd.md, "FUSE over io_uring").
-  FeatureMode fuse_uring = FeatureMode::kOff;
+  // auto: on where the kernel and libfuse offer it, for the local backend
+  // (a queue's one thread serves its requests one at a time, which the
+  // other backends' network waits would serialize; docs/fgdsd.md, "FUSE
+  // over io_uring").
+  FeatureMode fuse_uring = FeatureMode::kAuto;
   // Keep a file's cached pages across opens when the backing file did not
   // change in between.
   bool keep_cache = true;

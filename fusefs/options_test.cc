@@ -291,7 +291,7 @@ TEST(OptionsTest, FeatureModes) {
   auto options = Parse({"/mnt/fgds"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->passthrough, FeatureMode::kAuto);
-  EXPECT_EQ(options->fuse_uring, FeatureMode::kOff);
+  EXPECT_EQ(options->fuse_uring, FeatureMode::kAuto);
   options = Parse({"--passthrough", "off", "--fuse-uring=on", "/mnt/fgds"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->passthrough, FeatureMode::kOff);

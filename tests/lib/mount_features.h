@@ -6,6 +6,7 @@
 #ifndef FGDS_TESTS_LIB_MOUNT_FEATURES_H_
 #define FGDS_TESTS_LIB_MOUNT_FEATURES_H_
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 
@@ -25,6 +26,19 @@ inline std::string MountFeatures(const std::string& mountpoint) {
 // Whether the mount's regular files use FUSE passthrough.
 inline bool PassthroughOn(const std::string& mountpoint) {
   return MountFeatures(mountpoint).find("passthrough on") != std::string::npos;
+}
+
+// The value of a counter of /.fgds/stats that is written "name value"
+// (e.g. requests_fuse_uring); 0 if there is none.
+inline uint64_t MountCounter(const std::string& mountpoint,
+                             const std::string& name) {
+  std::ifstream in(mountpoint + "/.fgds/stats");
+  std::string word;
+  while (in >> word) {
+    uint64_t value;
+    if (word == name && in >> value) return value;
+  }
+  return 0;
 }
 
 }  // namespace fgds::testing

@@ -249,12 +249,33 @@ std::string DescribeHang(pid_t daemon_pid, pid_t stuck_pid,
       absl::StrAppend(
           &out, "gdb backtraces:\n",
           RunCommand(absl::StrCat(
-              "timeout 60 /usr/bin/gdb -p ", daemon_pid,
+              "timeout -k 5 60 /usr/bin/gdb -p ", daemon_pid,
               " -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E "
               "'^(Thread|#)'")));
+      // gdb cannot stop a thread asleep uninterruptibly (a FUSE request
+      // never answered); killed at its timeout, it leaves the threads it
+      // did stop stopped.
+      kill(daemon_pid, SIGCONT);
     }
   }
   return out;
+}
+
+bool AbortFuseConnection(const std::string& mountpoint) {
+  return AbortFuseConnectionDir(ConnectionDir(mountpoint));
+}
+
+std::string FuseConnectionDir(const std::string& mountpoint) {
+  return ConnectionDir(mountpoint);
+}
+
+bool AbortFuseConnectionDir(const std::string& conn) {
+  if (conn.empty()) return false;
+  const int fd = open((conn + "/abort").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool written = write(fd, "1", 1) == 1;
+  close(fd);
+  return written;
 }
 
 PosixStressResult RunPosixStress(const PosixStressOptions& options) {

@@ -77,6 +77,18 @@ PosixStressResult RunPosixStress(const PosixStressOptions& options);
 std::string DescribeHang(pid_t daemon_pid, pid_t stuck_pid,
                          const std::string& mountpoint, bool gdb);
 
+// Aborts the FUSE connection of the mount at `mountpoint` (its
+// /sys/fs/fuse/connections/N/abort): every request in flight or to come
+// ends with an error, so that processes asleep on a request the daemon
+// will never answer wake up. Returns false where that cannot be done.
+bool AbortFuseConnection(const std::string& mountpoint);
+
+// The same by the connection's directory, "/sys/fs/fuse/connections/N"
+// (FuseConnectionDir, read while the mount was still there: a daemon that
+// stops detaches its mount first).
+std::string FuseConnectionDir(const std::string& mountpoint);
+bool AbortFuseConnectionDir(const std::string& conn);
+
 }  // namespace fgds::testing
 
 #endif  // FGDS_TESTS_LIB_POSIX_STRESS_H_
