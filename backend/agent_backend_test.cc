@@ -12,11 +12,14 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <semaphore>
 #include <string>
 
+#include "backend/backend_factory.h"
 #include "backend/local/local_backend.h"
 #include "backend/remote/agent/agent_server.h"
+#include "backend/remote/agent/corrupting_proxy.h"
 #include "backend/remote/inode_name.h"
 #include "gtest/gtest.h"
 
@@ -178,6 +181,58 @@ TEST_F(AgentBackendTest, ADeadAgentFallsBackWithoutAnError) {
   EXPECT_NE(stats.find("state=down"), std::string::npos) << stats;
   EXPECT_NE(stats.find("fallbacks=1"), std::string::npos) << stats;
   backend_->Release(file);
+}
+
+// --agent-crc (BackendConfig::agent_crc) reaches the agents' connections:
+// a byte flipped on the way back (a real TCP peer between the daemon and
+// the agent, agent/corrupting_proxy.h) is caught and the read redone; the
+// same byte without the option reaches the caller as data.
+TEST_F(AgentBackendTest, TheAgentCrcOptionChecksWhatComesBack) {
+  std::string data(10000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7);
+  { std::ofstream(dir_ + "/f", std::ios::binary) << data; }
+  const std::string key_file = dir_ + "/key";
+  { std::ofstream(key_file) << key_.secret; }
+  ASSERT_EQ(chmod(key_file.c_str(), 0600), 0);
+  auto bound = remote::ParseHostPort(server_->address());
+  ASSERT_TRUE(bound.ok());
+  // The first reply's data byte 77: after the handshake (144 bytes towards
+  // the daemon), the reply's header (32) and fixed part (16).
+  constexpr uint64_t kFlipAt = 144 + 32 + 16 + 77;
+  for (bool crc : {true, false}) {
+    SCOPED_TRACE(crc ? "--agent-crc" : "no --agent-crc");
+    remote::CorruptingProxy proxy(*bound, remote::CorruptingProxy::kToDaemon,
+                                  kFlipAt, /*corrupt_connections=*/1);
+    BackendConfig config;
+    config.data_dir = dir_;
+    config.agents = {
+        remote::AgentAddress(remote::HostPort{"127.0.0.1", proxy.port()})};
+    config.agent_key = key_file;
+    config.agent_crc = crc;
+    auto backend = CreateBackend(config, nullptr);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    Entry entry;
+    File* file = nullptr;
+    ASSERT_EQ((*backend)->Lookup(kRootNode, "f", &entry), 0);
+    ASSERT_EQ((*backend)->Open(entry.node, O_RDONLY, &file), 0);
+    std::string back(data.size(), '\0');
+    IoPath path = IoPath::kNone;
+    FileIoRequest request{FileOp::kRead, file, nullptr, back.data(),
+                          back.size(),   0,    0,       nullptr};
+    ASSERT_EQ((*backend)->RunIo(request, &path), 10000);
+    EXPECT_EQ(path, IoPath::kAgentTcp);
+    EXPECT_EQ(proxy.flipped(), 1);
+    const std::string stats = (*backend)->StatsText();
+    if (crc) {
+      EXPECT_EQ(back, data);
+      EXPECT_NE(stats.find(" retries=1 crc_errors=1 "), std::string::npos)
+          << stats;
+    } else {
+      EXPECT_NE(back, data) << "the flipped byte went unnoticed";
+      EXPECT_NE(stats.find(" crc_errors=0 "), std::string::npos) << stats;
+    }
+    (*backend)->Release(file);
+  }
 }
 
 // The agent's half of the naming rule (inode_name.h): a checked path whose

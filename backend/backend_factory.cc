@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<Backend>> WithAgents(
     std::unique_ptr<Backend> local, const BackendConfig& config) {
   remote::AgentPoolOptions pool_options;
   pool_options.agents = config.agents;
+  pool_options.checked = config.agent_crc;
   auto key = remote::LoadAgentKey(config.agent_key);
   if (!key.ok()) {
     return absl::InvalidArgumentError(
@@ -79,6 +80,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.client_uuid = config.ceph_client_uuid;
     options.agents = config.agents;
     options.agent_key = config.agent_key;
+    options.agent_crc = config.agent_crc;
     return CreateCephBackend(options);
   }
 #endif

@@ -43,6 +43,7 @@ struct BackendConfig {
   // local backend, agent_backend.h).
   std::vector<remote::AgentAddress> agents;
   std::string agent_key;
+  bool agent_crc = false;  // CRC-32C of the agents' data, checked
   // The I/O engine of backends that do local I/O.
   io::IoEngineOptions engine;
 };

@@ -381,6 +381,7 @@ absl::Status ServeMount(const DaemonOptions& options,
   }
   backend_config.agents = options.agents;
   backend_config.agent_key = options.agent_key;
+  backend_config.agent_crc = options.agent_crc;
   backend_config.engine.workers = options.io_workers;
   backend_config.engine.use_io_uring = options.io_workers != 0;
   backend_config.engine.spin_us =

@@ -37,6 +37,9 @@ const char* MountUsage() {
          "other I/O goes through registered staging), else TCP\n"
          "  --agent-key FILE      the agents' cluster key (mode 600, at "
          "least 32 bytes); required with --agents\n"
+         "  --agent-crc           CRC-32C of every agent transfer's data, "
+         "checked at both ends (a mismatch is retried once, then EBADMSG; "
+         "counted in fgds stat)\n"
          "  -f, --foreground      do not daemonize; log to stderr\n"
          "  --writeback-cache     let the kernel cache writes\n"
          "  --direct-io           bypass the kernel page cache for data\n"
@@ -260,6 +263,8 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
     } else if (arg == "--agent-key") {
       if (auto st = value(&v); !st.ok()) return st;
       options.agent_key = std::string(v);
+    } else if (arg == "--agent-crc") {
+      options.agent_crc = true;
     } else if (arg == "--gpus") {
       if (auto st = value(&v); !st.ok()) return st;
       gpu::GpuSubset subset;
@@ -382,6 +387,9 @@ absl::StatusOr<DaemonOptions> ParseMountArgs(int argc, char** argv) {
   }
   if (options.agents.empty() && !options.agent_key.empty()) {
     return absl::InvalidArgumentError("--agent-key is only used with --agents");
+  }
+  if (options.agents.empty() && options.agent_crc) {
+    return absl::InvalidArgumentError("--agent-crc is only used with --agents");
   }
   ApplyCacheMode(attr_set, entry_set, negative_set, &options);
   return options;

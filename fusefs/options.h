@@ -54,6 +54,8 @@ struct DaemonOptions {
   // cluster key file they prove. Empty: none.
   std::vector<remote::AgentAddress> agents;
   std::string agent_key;
+  // --agent-crc: end-to-end CRC-32C of the agents' data (docs/agent.md).
+  bool agent_crc = false;
   // Where the namespace is mounted (required argument).
   std::string mountpoint;
   // Stay in the foreground (log to stderr) instead of daemonizing.

@@ -60,6 +60,11 @@ TEST(OptionsTest, AgentsAreAListOfHostPortsWithAKey) {
   EXPECT_EQ(rdma->agents[0].transport, remote::AgentTransport::kRdma);
   EXPECT_EQ(rdma->agents[0].host, "10.0.2.15");
   EXPECT_EQ(rdma->agents[1].transport, remote::AgentTransport::kTcp);
+  EXPECT_FALSE(rdma->agent_crc);
+  auto crc = Parse(
+      {"--agents", "a:1", "--agent-key", "k", "--agent-crc", "/mnt/fgds"});
+  ASSERT_TRUE(crc.ok()) << crc.status();
+  EXPECT_TRUE(crc->agent_crc);
 }
 
 TEST(OptionsTest, BadAgentsAreRefusedWithTheReason) {
@@ -77,6 +82,7 @@ TEST(OptionsTest, BadAgentsAreRefusedWithTheReason) {
       {{"--backend", "ceph", "--agents", "a:0", "--agent-key", "k"}, "port 0"},
       {{"--backend", "ceph", "--agents", "a:1"}, "needs --agent-key"},
       {{"--backend", "ceph", "--agent-key", "k"}, "only used with --agents"},
+      {{"--agent-crc"}, "only used with --agents"},
       {{"--agents", "udp://a:1", "--agent-key", "k"}, "tcp:// or rdma://"},
       {{"--backend", "ceph", "--agents"}, "--agents"},
   };

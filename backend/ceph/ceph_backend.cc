@@ -927,6 +927,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
   if (!options.agents.empty()) {
     remote::AgentPoolOptions pool_options;
     pool_options.agents = options.agents;
+    pool_options.checked = options.agent_crc;
     // Fsync, usrbio fsync and Flush call SyncAgents.
     pool_options.deferred_sync = true;
     auto key = remote::LoadAgentKey(options.agent_key);

@@ -53,6 +53,7 @@ struct CephOptions {
   // none. agent_key is the cluster key file they prove.
   std::vector<remote::AgentAddress> agents;
   std::string agent_key;
+  bool agent_crc = false;  // CRC-32C of the agents' data, checked
 };
 
 // Connects and mounts; an unreachable cluster fails after

@@ -295,6 +295,7 @@ int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
     o.connect_timeout_ms = options_.connect_timeout_ms;
     o.io_timeout_ms = options_.io_timeout_ms;
     o.client_id = 0;  // one of its own, as TCP clients (Borrow)
+    o.checked = options_.checked;
     agent.connects.fetch_add(1, std::memory_order_relaxed);
     absl::StatusOr<std::unique_ptr<RdmaAgentLink>> made;
     std::shared_ptr<RdmaProtectionDomain> pd;
@@ -323,8 +324,12 @@ int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
     MarkUp(agent);
   }
   RdmaTransferNote note;
+  const uint64_t retries = link->retries(), crc_errors = link->crc_errors();
   const int64_t n =
       link->Transfer(write, name, offset, buffer, length, region, &note);
+  agent.retries.fetch_add(link->retries() - retries, std::memory_order_relaxed);
+  agent.crc_errors.fetch_add(link->crc_errors() - crc_errors,
+                             std::memory_order_relaxed);
   if (note.registration_made) {
     agent.registrations.fetch_add(1, std::memory_order_relaxed);
   }

@@ -65,6 +65,10 @@ class RdmaAgentLink {
 
   bool connected() const { return client_->connected(); }
   const std::string& last_error() const { return client_->last_error(); }
+  // The client's counts: transfers redone on a new connection, data whose
+  // CRC did not match.
+  uint64_t retries() const { return client_->retries(); }
+  uint64_t crc_errors() const { return client_->crc_errors(); }
   const std::shared_ptr<RdmaProtectionDomain>& domain() const {
     return client_->domain();
   }
