@@ -135,7 +135,7 @@ TEST_F(FuseUringTest, OnByDefaultWhereOffered) {
     GTEST_SKIP() << "libfuse without io_uring: " << features;
   }
   Exercise();
-  EXPECT_NE(features.find("fuse-uring on"), std::string::npos) << features;
+  EXPECT_NE(features.find("; fuse-uring on"), std::string::npos) << features;
   EXPECT_GT(MountCounter(fs_->mountpoint(), "requests_fuse_uring"), 10u);
   EXPECT_EQ(MountCounter(fs_->mountpoint(), "uring_replies_off_thread"), 0u);
 }

@@ -94,9 +94,7 @@ class PosixStressTest : public ::testing::TestWithParam<Config> {
     if (absl::IsFailedPrecondition(fs.status())) GTEST_SKIP() << fs.status();
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = std::move(*fs);
-    if (GetParam().fuse_uring &&
-        MountFeatures(fs_->mountpoint()).find("fuse-uring on") ==
-            std::string::npos) {
+    if (GetParam().fuse_uring && !FuseUringOn(fs_->mountpoint())) {
       GTEST_SKIP() << MountFeatures(fs_->mountpoint());
     }
   }

@@ -344,9 +344,7 @@ class UsrbioCoherenceBusyTest : public ::testing::TestWithParam<MountMode> {
     auto fs = MountedFs::Start(options);
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
-    if (GetParam().fuse_uring &&
-        MountFeatures(fs_->mountpoint()).find("fuse-uring on") ==
-            std::string::npos) {
+    if (GetParam().fuse_uring && !FuseUringOn(fs_->mountpoint())) {
       GTEST_SKIP() << MountFeatures(fs_->mountpoint());
     }
   }

@@ -28,6 +28,13 @@ inline bool PassthroughOn(const std::string& mountpoint) {
   return MountFeatures(mountpoint).find("passthrough on") != std::string::npos;
 }
 
+// Whether the mount serves requests through FUSE over io_uring. (Not a
+// search for "fuse-uring on" alone: the reason it is off may say
+// "--fuse-uring on to use it".)
+inline bool FuseUringOn(const std::string& mountpoint) {
+  return MountFeatures(mountpoint).find("; fuse-uring on") != std::string::npos;
+}
+
 // The value of a counter of /.fgds/stats that is written "name value"
 // (e.g. requests_fuse_uring); 0 if there is none.
 inline uint64_t MountCounter(const std::string& mountpoint,
