@@ -854,6 +854,16 @@ TEST_F(RingTest, AnIdleWorkerHelpsABusyRingAndStopWaitsForIt) {
   backend_.CompleteInline(4096, IoPath::kPageCache);
   backend_.HoldSubmits(true);
   Start(32, 1, 0);
+  // Help goes only to a worker asleep at the moment it is asked for: wait
+  // until the new threads got there (under ASan and load they may not
+  // have, and the owner then serves alone, as it should).
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool_->IdleWorkers() < pool_options.workers &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(pool_->IdleWorkers(), pool_options.workers);
   std::vector<fgds_sqe> sqes;
   for (uint64_t i = 0; i < 24; ++i) {
     sqes.push_back(ReadSqe(kRw, 0, i * 4096, i * 4096, 4096, i));

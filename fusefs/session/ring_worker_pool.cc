@@ -63,6 +63,7 @@ class RingWorkerPool::Worker {
   void Stop();
   // Claims this worker for helping `ring` if it is idle; false otherwise.
   bool OfferHelp(std::weak_ptr<Ring>& ring);
+  bool idle() const { return idle_.load(std::memory_order_acquire); }
 
   EventfdWriteWatch& watch() { return watch_; }
   size_t load() const { return load_.load(std::memory_order_relaxed); }
@@ -429,6 +430,12 @@ void RingWorkerPool::Detach(Ring* ring) {
   worker->Detach(ring);
   fgds::MutexLock lock(&mu_);
   attached_.erase(ring);
+}
+
+size_t RingWorkerPool::IdleWorkers() const {
+  size_t idle = 0;
+  for (const auto& worker : workers_) idle += worker->idle() ? 1 : 0;
+  return idle;
 }
 
 bool RingWorkerPool::WantHelp(std::weak_ptr<Ring> ring) {

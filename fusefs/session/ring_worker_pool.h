@@ -100,6 +100,8 @@ class RingWorkerPool {
   // Has an idle worker help `ring` (Ring::Help), if one is idle now.
   // Returns whether one was found; called by the ring's own worker.
   bool WantHelp(std::weak_ptr<Ring> ring);
+  // Workers asleep with nothing to serve now: those WantHelp may claim.
+  size_t IdleWorkers() const;
 
   uint64_t max_spin_ns() const { return uint64_t{options_.max_spin_us} * 1000; }
   uint32_t max_batch() const { return options_.max_batch; }
