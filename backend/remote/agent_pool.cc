@@ -256,7 +256,7 @@ int64_t AgentPool::TransferTcp(int index, bool write, std::string_view name,
   const uint32_t instance = client->agent_instance();
   const int64_t n = write ? client->Write(name, offset, buffer, length)
                           : client->Read(name, offset, buffer, length);
-  AddCounts(agent, *client, before);
+  AddCounts(agent, before, CountsOf(*client));
   if (write && n > 0 && client->deferred_sync()) {
     // Requests acknowledged before a reconnection went to the instance
     // before it (the caller's pieces are one request each but for those
@@ -324,12 +324,10 @@ int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
     MarkUp(agent);
   }
   RdmaTransferNote note;
-  const uint64_t retries = link->retries(), crc_errors = link->crc_errors();
+  const ClientCounts before = CountsOf(*link);
   const int64_t n =
       link->Transfer(write, name, offset, buffer, length, region, &note);
-  agent.retries.fetch_add(link->retries() - retries, std::memory_order_relaxed);
-  agent.crc_errors.fetch_add(link->crc_errors() - crc_errors,
-                             std::memory_order_relaxed);
+  AddCounts(agent, before, CountsOf(*link));
   if (note.registration_made) {
     agent.registrations.fetch_add(1, std::memory_order_relaxed);
   }
@@ -385,13 +383,8 @@ backend::IoPath AgentPool::PathOf(int agent) const {
   return backend::IoPath::kAgentTcp;
 }
 
-AgentPool::ClientCounts AgentPool::CountsOf(const AgentClient& client) {
-  return {client.retries(), client.crc_errors()};
-}
-
-void AgentPool::AddCounts(Agent& agent, const AgentClient& client,
-                          const ClientCounts& before) {
-  const ClientCounts now = CountsOf(client);
+void AgentPool::AddCounts(Agent& agent, const ClientCounts& before,
+                          const ClientCounts& now) {
   agent.retries.fetch_add(now.retries - before.retries,
                           std::memory_order_relaxed);
   agent.crc_errors.fetch_add(now.crc_errors - before.crc_errors,
@@ -440,7 +433,7 @@ int AgentPool::SyncAgent(Agent& agent, std::string_view name,
   }
   const ClientCounts before = CountsOf(*client);
   const int rc = client->Sync(name);
-  AddCounts(agent, *client, before);
+  AddCounts(agent, before, CountsOf(*client));
   agent.syncs.fetch_add(1, std::memory_order_relaxed);
   const bool restarted = client->agent_instance() != pending.instance;
   if (rc < 0 && !client->connected()) {

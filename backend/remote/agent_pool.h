@@ -142,13 +142,17 @@ class AgentPool {
   // One agent's part of Sync.
   int SyncAgent(Agent& agent, std::string_view name,
                 const UnsyncedWrites::Pending& pending);
-  // Adds what `client` counted since `before` to the agent's counters.
+  // What a TCP client or an RDMA link has counted; AddCounts adds the
+  // difference between two readings to the agent's counters.
   struct ClientCounts {
     uint64_t retries = 0, crc_errors = 0;
   };
-  static ClientCounts CountsOf(const AgentClient& client);
-  void AddCounts(Agent& agent, const AgentClient& client,
-                 const ClientCounts& before);
+  template <typename Client>
+  static ClientCounts CountsOf(const Client& client) {
+    return {client.retries(), client.crc_errors()};
+  }
+  static void AddCounts(Agent& agent, const ClientCounts& before,
+                        const ClientCounts& now);
   void MarkUp(Agent& agent);
   void NoteFileError(Agent& agent, bool write, std::string_view name,
                      int64_t n);

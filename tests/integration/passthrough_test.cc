@@ -47,17 +47,6 @@ OpRow FuseOp(const std::string& mountpoint, const std::string& op) {
   return {};
 }
 
-// "name value" lines of /.fgds/stats, e.g. "passthrough_opens 3 ...".
-uint64_t Counter(const std::string& mountpoint, const std::string& name) {
-  std::ifstream in(mountpoint + "/.fgds/stats");
-  std::string word;
-  while (in >> word) {
-    uint64_t value;
-    if (word == name && in >> value) return value;
-  }
-  return 0;
-}
-
 bool RunsWithoutPassthrough() {
   const char* env = getenv("FGDS_TEST_MOUNT_ARGS");
   return env != nullptr && std::strstr(env, "--passthrough off") != nullptr;
@@ -165,11 +154,11 @@ TEST_F(PassthroughTest, DataReachesDaemonOnlyWithoutPassthrough) {
         8u);
     EXPECT_EQ(write_after.count, write_before.count);
     EXPECT_EQ(read_after.bytes, read_before.bytes);
-    EXPECT_GE(Counter(fs_->mountpoint(), "passthrough_opens"), 2u);
+    EXPECT_GE(MountCounter(fs_->mountpoint(), "passthrough_opens"), 2u);
   } else {
     EXPECT_GE(write_after.bytes - write_before.bytes, kSize);
     EXPECT_GT(read_after.bytes, read_before.bytes);
-    EXPECT_EQ(Counter(fs_->mountpoint(), "passthrough_opens"), 0u);
+    EXPECT_EQ(MountCounter(fs_->mountpoint(), "passthrough_opens"), 0u);
   }
 }
 
@@ -182,7 +171,7 @@ TEST_F(PassthroughTest, SetIdFileServedByDaemon) {
   ASSERT_EQ(fchown(fd, alice_.uid, alice_.gid), 0);
   ASSERT_EQ(fchmod(fd, 04777), 0);
   close(fd);
-  const uint64_t daemon_opens = Counter(fs_->mountpoint(), "daemon_opens");
+  const uint64_t daemon_opens = MountCounter(fs_->mountpoint(), "daemon_opens");
   EXPECT_EQ(RunAsUser(bob_,
                       [&] {
                         int f = open(path.c_str(), O_WRONLY);
@@ -193,7 +182,8 @@ TEST_F(PassthroughTest, SetIdFileServedByDaemon) {
             0);
   EXPECT_EQ(BackingMode("suid") & 06000, 0u);
   if (PassthroughOn(fs_->mountpoint())) {
-    EXPECT_EQ(Counter(fs_->mountpoint(), "daemon_opens"), daemon_opens + 1);
+    EXPECT_EQ(MountCounter(fs_->mountpoint(), "daemon_opens"),
+              daemon_opens + 1);
   }
 }
 
@@ -296,12 +286,12 @@ TEST_F(PassthroughTest, OpensOfOneFileAgree) {
   if (second >= 0) close(second);
   close(fd);
   // With every file closed, the next open chooses afresh: passthrough.
-  const uint64_t opens = Counter(fs_->mountpoint(), "passthrough_opens");
+  const uint64_t opens = MountCounter(fs_->mountpoint(), "passthrough_opens");
   fd = open(path.c_str(), O_RDONLY);
   ASSERT_GE(fd, 0);
   close(fd);
   if (PassthroughOn(fs_->mountpoint())) {
-    EXPECT_EQ(Counter(fs_->mountpoint(), "passthrough_opens"), opens + 1);
+    EXPECT_EQ(MountCounter(fs_->mountpoint(), "passthrough_opens"), opens + 1);
   }
 }
 
