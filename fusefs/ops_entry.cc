@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "fusefs/caller_groups.h"
 #include "fusefs/control_dir.h"
 #include "fusefs/filesystem.h"
 
@@ -23,23 +24,13 @@ backend::Caller CallerOf(fuse_req_t req, bool with_groups) {
   // Root's groups decide nothing: the local backend acts with fsuid 0,
   // which keeps the daemon's capabilities (no permission or set-id check
   // consults groups then), libcephfs lets uid 0 pass its permission checks,
-  // and the remote agent acts as root the same way. Reading them costs an
-  // open, read and close of /proc/PID/task/TID/status per create.
+  // and the remote agent acts as root the same way.
   if (with_groups && ctx->uid != 0) {
-    // Most callers have few groups; retry once with the exact count.
-    std::vector<gid_t> groups(32);
-    int n =
-        fuse_req_getgroups(req, static_cast<int>(groups.size()), groups.data());
-    if (n > static_cast<int>(groups.size())) {
-      groups.resize(static_cast<size_t>(n));
-      n = fuse_req_getgroups(req, n, groups.data());
-    }
-    // n < 0: the caller is gone or /proc is unreadable; it then acts with
-    // its primary group only, which can only deny more, never grant more.
-    if (n > 0) {
-      groups.resize(std::min(static_cast<size_t>(n), groups.size()));
-      caller.groups = std::move(groups);
-    }
+    // Not fuse_req_getgroups: it reads /proc twice per call
+    // (caller_groups.h). An error (the caller is gone, or in a pid
+    // namespace the daemon cannot see) leaves its primary group only,
+    // which can only deny more, never grant more.
+    ThreadGroups(ctx->pid, &caller.groups);
   }
   return caller;
 }

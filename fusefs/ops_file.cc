@@ -41,9 +41,11 @@ int BackingFlags(const Filesystem& fs, int flags) {
 
 // Fills the open reply for `file` of `node`: passthrough where the mount
 // has it and PassthroughFiles agrees (passthrough.h), else served by us.
-// Pair with UnsetOpenReply when the reply fails.
+// Pair with UnsetOpenReply when the reply fails. `mode`: the file's mode
+// as the backend just read it for this open (a create's entry), or 0 when
+// unknown (then read here).
 void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
-                  backend::File* file, fuse_file_info* fi) {
+                  backend::File* file, fuse_file_info* fi, mode_t mode = 0) {
   fi->fh = reinterpret_cast<uint64_t>(file);
   fi->direct_io = fs.options.direct_io;
   fi->keep_cache = fs.options.keep_cache && fs.backend->KeepCache(file);
@@ -59,10 +61,14 @@ void SetOpenReply(fuse_req_t req, Filesystem& fs, backend::NodeId node,
   // a backing file (EIO), and in passthrough O_DIRECT is the backing
   // file's, alignment rules included, as natively.
   const int fd = fs.backend->PassthroughFd(file);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return;
-  const int backing_id =
-      fs.passthrough_files.Open(req, node, file, fd, st.st_mode);
+  if (fd < 0) return;
+  if (mode == 0) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return;
+    mode = st.st_mode;
+  }
+  if (!S_ISREG(mode)) return;
+  const int backing_id = fs.passthrough_files.Open(req, node, file, fd, mode);
 #ifdef FUSE_CAP_PASSTHROUGH
   if (backing_id > 0) {
     fi->backing_id = backing_id;
@@ -146,7 +152,8 @@ void ReplyCreated(fuse_req_t req, Filesystem& fs, int res,
   }
   fuse_entry_param e;
   FillEntry(fs, entry, &e);
-  SetOpenReply(req, fs, entry.node, file, fi);
+  // The create's own stat of the new file: no second one.
+  SetOpenReply(req, fs, entry.node, file, fi, entry.attr.st_mode);
   if (fuse_reply_create(req, &e, fi) != 0) {
     UnsetOpenReply(req, fs, file);
     fs.backend->Release(file);

@@ -314,7 +314,7 @@ void InodeTable::FileOpened(LocalInode& inode, int fd) {
   inode.open_fd = open(path, O_PATH | O_CLOEXEC);
 }
 
-void InodeTable::FileClosed(LocalInode& inode) {
+void InodeTable::FileClosed(LocalInode& inode, long nlink) {
   if (inode.pinned_fd >= 0) return;
   MutexLock lock(&inode.open_mu);
   if (--inode.open_files > 0 || inode.open_fd < 0) return;
@@ -322,8 +322,11 @@ void InodeTable::FileClosed(LocalInode& inode) {
   // locally: the kernel may still set its times or size after the last
   // close (writeback), and the handle no longer opens it. The kernel
   // forgets such a node soon (nothing names it), and Forget closes this.
-  struct stat st;
-  if (fstat(inode.open_fd, &st) == 0 && st.st_nlink == 0) return;
+  if (nlink < 0) {
+    struct stat st;
+    nlink = fstat(inode.open_fd, &st) == 0 ? static_cast<long>(st.st_nlink) : 1;
+  }
+  if (nlink == 0) return;
   close(inode.open_fd);
   inode.open_fd = -1;
 }

@@ -208,7 +208,9 @@ class InodeTable {
   // A file of `inode` was opened through `fd` / its last-but-n was
   // released: keeps the inode reachable while it is open (see top).
   void FileOpened(LocalInode& inode, int fd);
-  void FileClosed(LocalInode& inode);
+  // `nlink`: the file's link count as the caller just read it, or -1
+  // (then read here, when it matters).
+  void FileClosed(LocalInode& inode, long nlink = -1);
   // `fd` (O_PATH, ownership passed) names a file whose last name was just
   // removed through the mount. If the kernel knows its node, the node keeps
   // `fd` until it is forgotten, as a local unlinked file lives while

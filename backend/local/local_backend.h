@@ -114,10 +114,17 @@ class LocalBackend : public Backend {
   int ReopenNode(LocalInode& inode, int flags);
   // Remembers the file's current mtime and size; returns whether they equal
   // what was remembered before (the kernel's cached pages are still valid).
-  bool RememberCacheState(LocalInode& inode, int fd);
   bool RememberCacheState(LocalInode& inode, const struct stat& st);
+  // Whether close(2) of `fd` (whose attributes are `st`) does nothing but
+  // free it, so that a handle needs no Flush.
+  bool CloseIsNoop(int fd, const struct stat& st) const;
+  static bool CloseIsNoopOnFs(int fd);
 
   InodeTable inodes_;
+  // The backing root's device, and CloseIsNoop's answer for its
+  // filesystem, found once at start.
+  const dev_t root_dev_;
+  const bool root_close_is_noop_;
   std::unique_ptr<io::IoEngine> engine_;
   std::string fallback_;
 };

@@ -10,6 +10,7 @@
 #ifndef FGDS_BACKEND_LOCAL_LOCAL_FILE_H_
 #define FGDS_BACKEND_LOCAL_LOCAL_FILE_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -25,9 +26,11 @@ class File {
   // Takes ownership of `fd`. Has a twin when `want_twin` and the
   // descriptor allows it (not O_APPEND, a filesystem with O_DIRECT).
   // `holds_lookup`: the handle holds one lookup of `inode` (OpenNode),
-  // which Release gives back.
-  File(int fd, LocalInode& inode, NodeId node, bool keep_cache, bool want_twin,
-       bool holds_lookup);
+  // which Release gives back. `st`: fd's attributes, as the caller just
+  // read them; `close_is_noop`: LocalBackend::CloseIsNoop of fd (both
+  // passed in so that a create or open stats its file once).
+  File(int fd, const struct stat& st, bool close_is_noop, LocalInode& inode,
+       NodeId node, bool keep_cache, bool want_twin, bool holds_lookup);
   ~File();
   File(const File&) = delete;
   File& operator=(const File&) = delete;
@@ -43,7 +46,7 @@ class File {
   const bool keep_cache;
   const bool holds_lookup;
   // Whether close(2) of a descriptor of the backing file has no effect
-  // beyond freeing it (local_files.cc: CloseIsNoop), so Flush need not run.
+  // beyond freeing it (LocalBackend::CloseIsNoop), so Flush need not run.
   const bool close_is_noop;
   // The block device the data lives on (for device memory's route check);
   // 0 when unknown.

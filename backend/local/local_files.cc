@@ -27,34 +27,18 @@ int OpenDirectTwin(int fd) {
   return twin >= 0 ? twin : -1;
 }
 
-// Whether closing a descriptor on `fd`'s filesystem does nothing but free
-// it: the local filesystems below have no flush method, so a close neither
-// writes back nor reports an error. Network filesystems (NFS writes back and
-// reports at close) and anything unknown keep their Flush.
-bool CloseIsNoop(int fd) {
-  struct statfs st;
-  if (fstatfs(fd, &st) != 0) return false;
-  switch (static_cast<unsigned long>(st.f_type)) {
-    case 0xEF53:      // ext2, ext3, ext4
-    case 0x58465342:  // xfs
-    case 0x01021994:  // tmpfs
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
-File::File(int fd_in, LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
+File::File(int fd_in, const struct stat& st, bool close_is_noop_in,
+           LocalInode& inode_in, NodeId node_in, bool keep_cache_in,
            bool want_twin, bool holds_lookup_in)
     : fd(fd_in),
       inode(inode_in),
       node(node_in),
       keep_cache(keep_cache_in),
       holds_lookup(holds_lookup_in),
-      close_is_noop(CloseIsNoop(fd_in)),
-      storage_device(kmod::StorageDevice(fd_in)),
+      close_is_noop(close_is_noop_in),
+      storage_device(kmod::StorageDeviceOf(st)),
       want_twin_(want_twin) {}
 
 File::~File() {
@@ -115,10 +99,30 @@ int OpenOrCreate(int dir_fd, const char* name, int open_flags, mode_t mode,
 
 }  // namespace
 
-bool LocalBackend::RememberCacheState(LocalInode& inode, int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return false;
-  return RememberCacheState(inode, st);
+// Whether closing a descriptor on `fd`'s filesystem does nothing but free
+// it: the local filesystems below have no flush method, so a close neither
+// writes back nor reports an error. Network filesystems (NFS writes back and
+// reports at close) and anything unknown keep their Flush.
+bool LocalBackend::CloseIsNoopOnFs(int fd) {
+  struct statfs st;
+  if (fstatfs(fd, &st) != 0) return false;
+  switch (static_cast<unsigned long>(st.f_type)) {
+    case 0xEF53:      // ext2, ext3, ext4
+    case 0x58465342:  // xfs
+    case 0x01021994:  // tmpfs
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool LocalBackend::CloseIsNoop(int fd, const struct stat& st) const {
+  // Files of the backing root's filesystem (nearly all) take the answer
+  // found at start: the root descriptor keeps that filesystem, and so its
+  // device number, from going away, so no other filesystem can have that
+  // number meanwhile. Others (mounts below the root) ask each time.
+  if (st.st_dev == root_dev_) return root_close_is_noop_;
+  return CloseIsNoopOnFs(fd);
 }
 
 bool LocalBackend::RememberCacheState(LocalInode& inode,
@@ -148,8 +152,15 @@ int LocalBackend::Open(NodeId node, int flags, File** out) {
   bool twin;
   int fd = ReopenNode(inode, MainFlags(flags, &twin));
   if (fd < 0) return fd;
-  bool keep = RememberCacheState(inode, fd);
-  *out = new File(fd, inode, node, keep, twin, /*holds_lookup=*/false);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return -err;
+  }
+  bool keep = RememberCacheState(inode, st);
+  *out = new File(fd, st, CloseIsNoop(fd, st), inode, node, keep, twin,
+                  /*holds_lookup=*/false);
   inodes_.FileOpened(inode, fd);
   return 0;
 }
@@ -194,8 +205,8 @@ int LocalBackend::Create(const Caller& caller, NodeId parent, const char* name,
   LocalInode& inode = inodes_.Get(entry->node);
   // The stat just taken is the new file's state: no second fstat.
   RememberCacheState(inode, entry->attr);
-  *out = new File(fd, inode, entry->node, false, twin,
-                  /*holds_lookup=*/false);
+  *out = new File(fd, entry->attr, CloseIsNoop(fd, entry->attr), inode,
+                  entry->node, false, twin, /*holds_lookup=*/false);
   return 0;
 }
 
@@ -233,8 +244,8 @@ int LocalBackend::TmpFile(const Caller& caller, NodeId parent, mode_t mode,
   }
   LocalInode& inode = inodes_.Get(entry->node);
   RememberCacheState(inode, entry->attr);
-  *out = new File(fd, inode, entry->node, false, twin,
-                  /*holds_lookup=*/false);
+  *out = new File(fd, entry->attr, CloseIsNoop(fd, entry->attr), inode,
+                  entry->node, false, twin, /*holds_lookup=*/false);
   return 0;
 }
 
@@ -252,10 +263,19 @@ void LocalBackend::Release(File* file) {
   // Our own writes changed mtime and size; record them so the next open
   // keeps the kernel's (coherent) cache. Not for usrbio handles: their
   // writes went past the mount, whose cache the next open must drop.
-  if (!file->holds_lookup) RememberCacheState(file->inode, file->fd);
+  // The same stat tells FileClosed whether the file still has a name
+  // (the pin it may close is of the same inode): one fstat, not two.
+  long nlink = -1;
+  if (!file->holds_lookup) {
+    struct stat st;
+    if (fstat(file->fd, &st) == 0) {
+      RememberCacheState(file->inode, st);
+      nlink = static_cast<long>(st.st_nlink);
+    }
+  }
   const bool forget = file->holds_lookup;
   const NodeId node = file->node;
-  inodes_.FileClosed(file->inode);
+  inodes_.FileClosed(file->inode, nlink);
   delete file;
   if (forget) inodes_.Forget(node, 1);
 }

@@ -38,6 +38,8 @@ LocalBackend::LocalBackend(int root_fd, const struct stat& root_stat,
                            std::unique_ptr<io::IoEngine> engine,
                            std::string fallback)
     : inodes_(root_fd, root_stat),
+      root_dev_(root_stat.st_dev),
+      root_close_is_noop_(CloseIsNoopOnFs(root_fd)),
       engine_(std::move(engine)),
       fallback_(std::move(fallback)) {}
 

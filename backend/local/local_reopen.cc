@@ -35,7 +35,15 @@ int LocalBackend::OpenNode(NodeId node, int flags, File** out) {
     inodes_.Forget(node, 1);
     return fd;
   }
-  *out = new File(fd, inode, node, /*keep_cache=*/false, /*want_twin=*/true,
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    inodes_.Forget(node, 1);
+    return -err;
+  }
+  *out = new File(fd, st, CloseIsNoop(fd, st), inode, node,
+                  /*keep_cache=*/false, /*want_twin=*/true,
                   /*holds_lookup=*/true);
   inodes_.FileOpened(inode, fd);
   return 0;
