@@ -10,6 +10,7 @@
 #define FGDS_TESTS_INTEGRATION_POSIX_SEMANTICS_CEPH_H_
 
 #include <cctype>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,42 @@ inline std::vector<std::string> WithoutFdNumbers(
     out.push_back(std::move(line));
   }
   return out;
+}
+
+// The ACL scenarios act as fgds-bob, whose uid and gid useradd picks on
+// each machine (995 and 994 on one, 999 and 995 on another): lines are
+// compared with them written "bob" ("[bob] open(...)", "uid=bob",
+// "gid=bob", and "<bob>" for the uid inside an ACL's little-endian hex).
+inline std::vector<std::string> WithBobIds(std::vector<std::string> lines,
+                                           unsigned uid, unsigned gid) {
+  auto replace_id = [](std::string& line, const std::string& prefix,
+                       unsigned id) {
+    const std::string needle = prefix + std::to_string(id);
+    size_t pos = 0;
+    while ((pos = line.find(needle, pos)) != std::string::npos) {
+      const size_t end = pos + needle.size();
+      if (end < line.size() &&
+          std::isdigit(static_cast<unsigned char>(line[end]))) {
+        pos = end;  // a longer number that starts with the id
+        continue;
+      }
+      line.replace(pos + prefix.size(), end - pos - prefix.size(), "bob");
+      pos += prefix.size() + 3;
+    }
+  };
+  char hex[9];
+  snprintf(hex, sizeof(hex), "%02x%02x%02x%02x", uid & 0xffu,
+           (uid >> 8) & 0xffu, (uid >> 16) & 0xffu, (uid >> 24) & 0xffu);
+  for (std::string& line : lines) {
+    replace_id(line, "[", uid);
+    replace_id(line, "uid=", uid);
+    replace_id(line, "gid=", gid);
+    for (size_t pos = line.find(hex); pos != std::string::npos;
+         pos = line.find(hex, pos)) {
+      line.replace(pos, 8, "<bob>");
+    }
+  }
+  return lines;
 }
 
 inline const CephDifference* FindCephDifference(const std::string& mode,
@@ -272,12 +309,12 @@ inline const std::vector<CephDifference>& CephDifferences() {
         "setxattr(\"grant\", kAclAccess, grant.data(), grant.size(), 0): "
         "expected success, got EOPNOTSUPP",
         "mode shows the mask",
-        "[995] open(\"deny\", O_RDONLY): expected -1 EACCES, got 4",
-        "[995] access(\"deny\", R_OK): expected -1 EACCES, got 0",
-        "[995] open(\"grant\", O_RDONLY): expected success, got EACCES",
-        "[995] close(static_cast<int>(fd)): expected success, got EBADF",
+        "[bob] open(\"deny\", O_RDONLY): expected -1 EACCES, got 4",
+        "[bob] access(\"deny\", R_OK): expected -1 EACCES, got 0",
+        "[bob] open(\"grant\", O_RDONLY): expected success, got EACCES",
+        "[bob] close(static_cast<int>(fd)): expected success, got EBADF",
         "removexattr(\"deny\", kAclAccess): expected success, got ENODATA",
-        "[995] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0): "
+        "[bob] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0): "
         "expected success, got EOPNOTSUPP",
         "S_ISGID dropped",
         "setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0): expected "
@@ -290,33 +327,33 @@ inline const std::vector<CephDifference>& CephDifferences() {
         "- lstat(grant): reg 0600 size=1 nlink=1 uid=0 gid=0",
         "- system.posix_acl_access of deny: errno 61",
         "- system.posix_acl_access of grant: errno 61",
-        "- [995] open(\"deny\", O_RDONLY) = 4",
-        "- [995] access(\"deny\", R_OK) = 0",
-        "- [995] open(\"grant\", O_RDONLY) = -1 EACCES",
-        "- [995] close(static_cast<int>(fd)) = -1 EBADF",
+        "- [bob] open(\"deny\", O_RDONLY) = 4",
+        "- [bob] access(\"deny\", R_OK) = 0",
+        "- [bob] open(\"grant\", O_RDONLY) = -1 EACCES",
+        "- [bob] close(static_cast<int>(fd)) = -1 EBADF",
         "+ setxattr(\"grant\", kAclAccess, grant.data(), grant.size(), 0) = 0",
         "+ lstat(grant): reg 0640 size=1 nlink=1 uid=0 gid=0",
         "+ system.posix_acl_access of deny: "
-        "0200000001000600ffffffff02000000e303000004000400ffffffff10000400ffffff"
+        "0200000001000600ffffffff02000000<bob>04000400ffffffff10000400ffffff"
         "ff20000400ffffffff",
         "+ system.posix_acl_access of grant: "
-        "0200000001000600ffffffff02000400e303000004000000ffffffff10000400ffffff"
+        "0200000001000600ffffffff02000400<bob>04000000ffffffff10000400ffffff"
         "ff20000000ffffffff",
-        "+ [995] open(\"deny\", O_RDONLY) = -1 EACCES",
-        "+ [995] access(\"deny\", R_OK) = -1 EACCES",
-        "+ [995] open(\"grant\", O_RDONLY) = 4",
-        "+ [995] close(static_cast<int>(fd)) = 0",
+        "+ [bob] open(\"deny\", O_RDONLY) = -1 EACCES",
+        "+ [bob] access(\"deny\", R_OK) = -1 EACCES",
+        "+ [bob] open(\"grant\", O_RDONLY) = 4",
+        "+ [bob] close(static_cast<int>(fd)) = 0",
         "- system.posix_acl_access of grant: errno 61",
         "+ system.posix_acl_access of grant: "
-        "0200000001000600ffffffff02000400e303000004000000ffffffff10000000ffffff"
+        "0200000001000600ffffffff02000400<bob>04000000ffffffff10000000ffffff"
         "ff20000000ffffffff",
         "- removexattr(\"deny\", kAclAccess) = -1 ENODATA",
         "+ removexattr(\"deny\", kAclAccess) = 0",
-        "- [995] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = "
+        "- [bob] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = "
         "-1 EOPNOTSUPP",
-        "- lstat(sgid): reg 2755 size=1 nlink=1 uid=995 gid=0",
-        "+ [995] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = 0",
-        "+ lstat(sgid): reg 0755 size=1 nlink=1 uid=995 gid=0",
+        "- lstat(sgid): reg 2755 size=1 nlink=1 uid=bob gid=0",
+        "+ [bob] setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = 0",
+        "+ lstat(sgid): reg 0755 size=1 nlink=1 uid=bob gid=0",
         "- setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = -1 "
         "EOPNOTSUPP",
         "+ setxattr(\"sgid\", kAclAccess, own.data(), own.size(), 0) = 0"}},
@@ -328,11 +365,11 @@ inline const std::vector<CephDifference>& CephDifferences() {
         "expected success, got EOPNOTSUPP",
         "setxattr(\"inherit\", kAclDefault, acl.data(), acl.size(), 0): "
         "expected success, got EOPNOTSUPP",
-        "[995] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666): "
+        "[bob] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666): "
         "expected success, got EACCES",
-        "[995] close(static_cast<int>(fd)): expected success, got EBADF",
-        "[995] mkdir(\"inherit/d\", 0777): expected success, got EACCES",
-        "[995] mknod(\"inherit/p\", S_IFIFO | 0666, 0): expected success, got "
+        "[bob] close(static_cast<int>(fd)): expected success, got EBADF",
+        "[bob] mkdir(\"inherit/d\", 0777): expected success, got EACCES",
+        "[bob] mknod(\"inherit/p\", S_IFIFO | 0666, 0): expected success, got "
         "EACCES",
         "default ACL, not the umask", "default ACL, not the umask"},
        {"- setxattr(\"inherit\", kAclAccess, acl.data(), acl.size(), 0) = -1 "
@@ -341,36 +378,36 @@ inline const std::vector<CephDifference>& CephDifferences() {
         "EOPNOTSUPP",
         "+ setxattr(\"inherit\", kAclAccess, acl.data(), acl.size(), 0) = 0",
         "+ setxattr(\"inherit\", kAclDefault, acl.data(), acl.size(), 0) = 0",
-        "- [995] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666) = -1 "
+        "- [bob] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666) = -1 "
         "EACCES",
-        "- [995] close(static_cast<int>(fd)) = -1 EBADF",
-        "- [995] mkdir(\"inherit/d\", 0777) = -1 EACCES",
-        "- [995] mknod(\"inherit/p\", S_IFIFO | 0666, 0) = -1 EACCES",
-        "+ [995] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666) = 4",
-        "+ [995] close(static_cast<int>(fd)) = 0",
-        "+ [995] mkdir(\"inherit/d\", 0777) = 0",
-        "+ [995] mknod(\"inherit/p\", S_IFIFO | 0666, 0) = 0",
+        "- [bob] close(static_cast<int>(fd)) = -1 EBADF",
+        "- [bob] mkdir(\"inherit/d\", 0777) = -1 EACCES",
+        "- [bob] mknod(\"inherit/p\", S_IFIFO | 0666, 0) = -1 EACCES",
+        "+ [bob] open(\"inherit/f\", O_CREAT | O_EXCL | O_WRONLY, 0666) = 4",
+        "+ [bob] close(static_cast<int>(fd)) = 0",
+        "+ [bob] mkdir(\"inherit/d\", 0777) = 0",
+        "+ [bob] mknod(\"inherit/p\", S_IFIFO | 0666, 0) = 0",
         "- lstat(inherit/f): -1 ENOENT",
         "- lstat(inherit/d): -1 ENOENT",
         "- lstat(inherit/p): -1 ENOENT",
-        "+ lstat(inherit/f): reg 0664 size=0 nlink=1 uid=995 gid=994",
-        "+ lstat(inherit/d): dir 0775 nlink=2 uid=995 gid=994",
-        "+ lstat(inherit/p): fifo 0664 size=0 nlink=1 uid=995 gid=994",
+        "+ lstat(inherit/f): reg 0664 size=0 nlink=1 uid=bob gid=bob",
+        "+ lstat(inherit/d): dir 0775 nlink=2 uid=bob gid=bob",
+        "+ lstat(inherit/p): fifo 0664 size=0 nlink=1 uid=bob gid=bob",
         "- system.posix_acl_access of inherit/f: errno 2",
         "- system.posix_acl_access of inherit/d: errno 2",
         "- system.posix_acl_access of inherit/p: errno 2",
         "- system.posix_acl_default of inherit/d: errno 2",
         "+ system.posix_acl_access of inherit/f: "
-        "0200000001000600ffffffff02000700e303000004000500ffffffff10000600ffffff"
+        "0200000001000600ffffffff02000700<bob>04000500ffffffff10000600ffffff"
         "ff20000400ffffffff",
         "+ system.posix_acl_access of inherit/d: "
-        "0200000001000700ffffffff02000700e303000004000500ffffffff10000700ffffff"
+        "0200000001000700ffffffff02000700<bob>04000500ffffffff10000700ffffff"
         "ff20000500ffffffff",
         "+ system.posix_acl_access of inherit/p: "
-        "0200000001000600ffffffff02000700e303000004000500ffffffff10000600ffffff"
+        "0200000001000600ffffffff02000700<bob>04000500ffffffff10000600ffffff"
         "ff20000400ffffffff",
         "+ system.posix_acl_default of inherit/d: "
-        "0200000001000700ffffffff02000700e303000004000500ffffffff10000700ffffff"
+        "0200000001000700ffffffff02000700<bob>04000500ffffffff10000700ffffff"
         "ff20000500ffffffff"}},
   };
   return *differences;

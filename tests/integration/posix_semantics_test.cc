@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +46,7 @@
 #include "tests/lib/mounted_fs.h"
 #include "tests/lib/posix_scenarios.h"
 #include "tests/lib/posix_trace.h"
+#include "tests/lib/test_users.h"
 
 namespace fgds::testing {
 namespace {
@@ -145,21 +147,28 @@ TEST_P(PosixSemanticsTest, MountMatchesLocal) {
         diff.emplace_back(line.substr(2));
       }
     }
+    absl::StatusOr<TestUser> bob = EnsureTestUser(kBob);
+    ASSERT_TRUE(bob.ok()) << bob.status();
+    auto normalized = [&](const std::vector<std::string>& lines) {
+      return WithBobIds(WithoutFdNumbers(lines), bob->uid, bob->gid);
+    };
     if (getenv("FGDS_POSIX_CEPH_DUMP") != nullptr) {
-      std::cout << DumpCephDifference(std::get<0>(GetParam()).name, s.name,
-                                      on_mount->failures(), diff);
+      std::cout << DumpCephDifference(
+          std::get<0>(GetParam()).name, s.name,
+          WithBobIds(on_mount->failures(), bob->uid, bob->gid),
+          WithBobIds(diff, bob->uid, bob->gid));
     }
     if (known != nullptr && known->or_none && diff.empty() &&
         on_mount->failures().empty()) {
       known = nullptr;  // the lazy update landed first: plain comparison
     }
     if (known != nullptr) {
-      EXPECT_EQ(WithoutFdNumbers(on_mount->failures()),
+      EXPECT_EQ(normalized(on_mount->failures()),
                 WithoutFdNumbers(known->mount_failures))
           << "scenario " << s.name << " over ceph: the mount's failed "
           << "expectations are not the ones posix_semantics_ceph.h states ("
           << known->why << ")";
-      EXPECT_EQ(WithoutFdNumbers(diff), WithoutFdNumbers(known->diff))
+      EXPECT_EQ(normalized(diff), WithoutFdNumbers(known->diff))
           << "scenario " << s.name << " over ceph: the trace differs from "
           << "the local one otherwise than posix_semantics_ceph.h states ("
           << known->why << "):\n"
