@@ -41,6 +41,11 @@ class AgentBackend : public Backend {
   bool ReachesDeviceMemory() const override {
     return inner_->ReachesDeviceMemory();
   }
+  // Only with a backend that reaches GPU memory itself: GPU iovs exist here
+  // only as its direct mappings, and it is their fallback.
+  bool TakesDmabufs() const override {
+    return inner_->ReachesDeviceMemory() && agents_->TakesDmabufs();
+  }
   std::string StatsText() const override {
     return absl::StrCat(inner_->StatsText(), agents_->StatsText(),
                         "# agents: not_routed=",
@@ -188,8 +193,11 @@ class AgentBackend : public Backend {
     if (request.op != FileOp::kRead && request.op != FileOp::kWrite) {
       return false;
     }
+    // Device memory only with its dma-buf (an RDMA agent registers it; any
+    // other agent refuses it and the inner backend's DMA path serves it).
     if (request.region != nullptr &&
-        request.region->kind() == MemoryRegion::Kind::kDevice) {
+        request.region->kind() == MemoryRegion::Kind::kDevice &&
+        request.region->dmabuf_fd() < 0) {
       return false;
     }
     return !(request.op == FileOp::kWrite &&
@@ -238,7 +246,7 @@ class AgentBackend : public Backend {
       const NodeId node = inner_->NodeOf(request.file);
       const int agent = agents_->Choose(nullptr, node);
       if (agent < 0) {
-        agents_->Fallback(-1);
+        agents_->Fallback(-1, request.region);
       } else {
         const int64_t n =
             write ? agents_->Write(agent, name, request.offset, request.buf,

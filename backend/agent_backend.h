@@ -18,10 +18,12 @@
 // the protocol carries) is served by the inner backend, and counted.
 //
 // Which requests go: reads and writes of host memory (FUSE buffers, usrbio
-// host iovs, GPU iovs' host staging); not device memory (the inner
-// backend's DMA path), not writes that must clear set-id bits first, nor
-// writes of files open with O_APPEND (the inner backend's descriptor
-// appends; an agent writes at the offset).
+// host iovs, GPU iovs' host staging) and of GPU iovs whose dma-buf the
+// session kept (TakesDmabufs: an RDMA agent moves them in place; one that
+// cannot, and every TCP agent, leaves them to the inner backend's DMA
+// path); not other device memory, not writes that must clear set-id bits
+// first, nor writes of files open with O_APPEND (the inner backend's
+// descriptor appends; an agent writes at the offset).
 #ifndef FGDS_BACKEND_AGENT_BACKEND_H_
 #define FGDS_BACKEND_AGENT_BACKEND_H_
 

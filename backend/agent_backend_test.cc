@@ -7,10 +7,13 @@
 #include "backend/agent_backend.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <semaphore>
@@ -233,6 +236,114 @@ TEST_F(AgentBackendTest, TheAgentCrcOptionChecksWhatComesBack) {
     }
     (*backend)->Release(file);
   }
+}
+
+// GPU memory as the session hands it over for a mount with agents: the
+// fgds module's mapping (Kind::kDevice; host pages here, which O_DIRECT
+// reaches the same way) with the dma-buf the session kept.
+class DmabufRegion : public MemoryRegion {
+ public:
+  DmabufRegion(char* base, uint64_t size, int fd)
+      : MemoryRegion(base, size, Kind::kDevice, 0), fd_(fd) {}
+  int dmabuf_fd() const override { return fd_; }
+  uint64_t dmabuf_offset() const override { return 4096; }
+
+ private:
+  const int fd_;
+};
+
+// What a GPU iov's request needs to come back from the agents' side: the
+// same bytes through the local backend's O_DIRECT path, nothing sent to
+// the agent, and the reason in the stats.
+void ExpectGpuRequestsServedLocally(Backend& backend, const std::string& dir,
+                                    const std::string& reason) {
+  std::string data(8192, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 13);
+  { std::ofstream(dir + "/gpu", std::ios::binary) << data; }
+  Entry entry;
+  File* file = nullptr;
+  ASSERT_EQ(backend.Lookup(kRootNode, "gpu", &entry), 0);
+  ASSERT_EQ(backend.Open(entry.node, O_RDWR, &file), 0);
+  char* memory = static_cast<char*>(aligned_alloc(4096, 8192));
+  ASSERT_NE(memory, nullptr);
+  std::memset(memory, 0, 8192);
+  const int fd = memfd_create("dmabuf-stand-in", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  {
+    DmabufRegion gpu(memory, 8192, fd);
+    WaitingCompletion read_done;
+    // Device memory always asks for the direct path (as the rings do).
+    FileIoRequest read{FileOp::kRead,   file,      &gpu,
+                       memory + 4096,   4096,      4096,
+                       kIoPreferDirect, &read_done};
+    backend.SubmitIo({&read, 1});
+    EXPECT_EQ(read_done.Wait(), 4096);
+    EXPECT_EQ(read_done.path(), IoPath::kDirect);
+    EXPECT_EQ(std::string(memory + 4096, 4096), data.substr(4096));
+    std::memset(memory, 'w', 4096);
+    IoPath path = IoPath::kNone;
+    FileIoRequest write{FileOp::kWrite,  file,   &gpu, memory, 4096, 0,
+                        kIoPreferDirect, nullptr};
+    EXPECT_EQ(backend.RunIo(write, &path), 4096);
+    EXPECT_EQ(path, IoPath::kDirect);
+  }
+  close(fd);
+  free(memory);
+  backend.Release(file);
+  std::string back(8192, '\0');
+  std::ifstream(dir + "/gpu", std::ios::binary).read(back.data(), 8192);
+  EXPECT_EQ(back, std::string(4096, 'w') + data.substr(4096));
+  const std::string stats = backend.StatsText();
+  EXPECT_NE(stats.find(" gpu_fallbacks=2 gpu_fallback_reason=\"" + reason),
+            std::string::npos)
+      << stats;
+}
+
+std::string LastErrorOf(const std::string& stats) {
+  const size_t at = stats.find("last_error=\"");
+  if (at == std::string::npos) return "";
+  const size_t from = at + 12;
+  return stats.substr(from, stats.find('"', from) - from);
+}
+
+TEST_F(AgentBackendTest, GpuIovsNeverGoToATcpAgentAndTheStatsSayWhy) {
+  // No RDMA agent: the session need not keep dma-bufs.
+  EXPECT_FALSE(backend_->TakesDmabufs());
+  ExpectGpuRequestsServedLocally(*backend_, dir_,
+                                 "agent " + server_->address() +
+                                     " speaks TCP: GPU iovs move only by RDMA");
+  const remote::AgentCounters c = server_->counters();
+  EXPECT_EQ(c.reads + c.writes, 0u);
+  // The agent is not at fault: still up, no failure counted.
+  const std::string stats = backend_->StatsText();
+  EXPECT_NE(stats.find("state=up"), std::string::npos) << stats;
+  EXPECT_NE(stats.find(" failures=0 "), std::string::npos) << stats;
+}
+
+// An rdma:// agent this machine cannot reach (no RDMA device in CI, or a
+// build without RDMA): GPU iov requests come back to the local backend's
+// DMA path with the agent's reason, as host memory's do.
+TEST_F(AgentBackendTest, GpuIovsOfAnRdmaAgentThatIsDownTakeTheLocalPath) {
+  const std::string key_file = dir_ + "/key";
+  { std::ofstream(key_file) << key_.secret; }
+  ASSERT_EQ(chmod(key_file.c_str(), 0600), 0);
+  BackendConfig config;
+  config.data_dir = dir_;
+  config.agents = {remote::AgentAddress(remote::HostPort{"127.0.0.1", 1},
+                                        remote::AgentTransport::kRdma)};
+  config.agent_key = key_file;
+  auto backend = CreateBackend(config, nullptr);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  // The first request finds the agent down (its reason in last_error), the
+  // second no agent up.
+  ExpectGpuRequestsServedLocally(**backend, dir_, "no agent up");
+  const std::string stats = (*backend)->StatsText();
+  EXPECT_NE(stats.find("state=down"), std::string::npos) << stats;
+  EXPECT_NE(LastErrorOf(stats), "") << stats;
+  // Never connected, so no registration was tried.
+  EXPECT_NE(stats.find(" iov_registrations=0 iov_registration_failures=0 "),
+            std::string::npos)
+      << stats;
 }
 
 // The agent's half of the naming rule (inode_name.h): a checked path whose

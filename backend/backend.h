@@ -113,6 +113,12 @@ class Backend {
   // whose bytes the CPU copies): the mount offers GPU iovs no direct
   // mapping, so they take the bounce path instead of failing each entry.
   virtual bool ReachesDeviceMemory() const { return true; }
+  // Whether the backend can use a GPU iov's dma-buf (MemoryRegion::
+  // dmabuf_fd): an RDMA agent registers it with the NIC and moves the bytes
+  // in place (backend/remote/rdma_agent_link.h). True: the session keeps
+  // each direct GPU iov's dma-buf descriptor for the iov's lifetime (one
+  // descriptor each); false: it closes it at registration, as before.
+  virtual bool TakesDmabufs() const { return false; }
   // Lines for /.fgds/stats: the backend's own counters, each line ending in
   // a newline (empty: none).
   virtual std::string StatsText() const { return std::string(); }

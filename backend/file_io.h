@@ -59,6 +59,13 @@ class MemoryRegion {
   // workers' io_uring buffers, local/nowait_reader.h): never reused, so a
   // new region at the same address is never taken for this one.
   const RegistrationKey& registration_key() const { return key_; }
+  // kDevice: the dma-buf the memory was exported as, for a NIC to register
+  // (ibv_reg_dmabuf_mr, backend/remote/rdma_agent_link.h): a descriptor
+  // the owner keeps open as long as the region, and the offset of base()'s
+  // byte in it. -1: none kept (host memory; a GPU iov of a mount whose
+  // backend takes no dma-bufs, Backend::TakesDmabufs).
+  virtual int dmabuf_fd() const { return -1; }
+  virtual uint64_t dmabuf_offset() const { return 0; }
 
   // What a backend keeps per region: its registration of the memory with
   // a NIC (an RDMA memory region, backend/remote/agent_pool.h). Made at

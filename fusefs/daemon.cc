@@ -297,6 +297,9 @@ static void StartSessions(const DaemonOptions& options,
   if (backend->ReachesDeviceMemory()) {
     session_options.context.storage_dir = options.data_dir;
   }
+  // Direct GPU iovs keep their dma-buf for a backend whose RDMA agents
+  // register it with the NIC (docs/agent.md, "GPU iovs directly").
+  session_options.context.keep_dmabufs = backend->TakesDmabufs();
   session_options.context.gpus = gpus;
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());

@@ -224,10 +224,28 @@ int64_t AgentPool::Transfer(int index, bool write, std::string_view name,
     return -EINVAL;
   }
   Agent& agent = *agents_[index];
+  const bool device = region != nullptr &&
+                      region->kind() == backend::MemoryRegion::Kind::kDevice;
+  const bool rdma = agent.address.transport == AgentTransport::kRdma;
+  if (device && !rdma) {
+    // Not an error of the agent's: the CPU cannot copy GPU memory into a
+    // socket, so only a NIC reading the dma-buf can move it.
+    NoteGpuFallback(absl::StrCat("agent ", agent.name,
+                                 " speaks TCP: GPU iovs move only by RDMA"));
+    return -EOPNOTSUPP;
+  }
+  std::string why;
   const int64_t n =
-      agent.address.transport == AgentTransport::kRdma
-          ? TransferRdma(agent, write, name, offset, buffer, length, region)
-          : TransferTcp(index, write, name, offset, buffer, length);
+      rdma ? TransferRdma(agent, write, name, offset, buffer, length, region,
+                          &why)
+           : TransferTcp(index, write, name, offset, buffer, length);
+  if (device && n < 0) {
+    if (why.empty()) {
+      fgds::MutexLock lock(&agent.mu);
+      why = absl::StrCat("agent ", agent.name, ": ", agent.last_error);
+    }
+    NoteGpuFallback(std::move(why));
+  }
   if (n >= 0) {
     (write ? agent.writes : agent.reads)
         .fetch_add(1, std::memory_order_relaxed);
@@ -276,9 +294,25 @@ int64_t AgentPool::TransferTcp(int index, bool write, std::string_view name,
   return n;
 }
 
+void AgentPool::NoteGpuFallback(std::string why) {
+  gpu_fallbacks_.fetch_add(1, std::memory_order_relaxed);
+  fgds::MutexLock lock(&gpu_mu_);
+  gpu_fallback_reason_ = std::move(why);
+}
+
+bool AgentPool::TakesDmabufs() const {
+#ifdef FGDS_HAVE_RDMA
+  for (const auto& agent : agents_) {
+    if (agent->address.transport == AgentTransport::kRdma) return true;
+  }
+#endif
+  return false;
+}
+
 int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
                                 uint64_t offset, void* buffer, size_t length,
-                                const backend::MemoryRegion* region) {
+                                const backend::MemoryRegion* region,
+                                std::string* why) {
 #ifdef FGDS_HAVE_RDMA
   std::unique_ptr<RdmaAgentLink> link;
   {
@@ -336,12 +370,15 @@ int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
     fgds::MutexLock lock(&agent.mu);
     agent.registration_error = note.registration_error;
   }
-  if (n < 0 && !link->connected()) {
+  if (note.refused) {
+    // Device memory the link could not take: the agent is fine.
+    *why = absl::StrCat("agent ", agent.name, ": ", note.registration_error);
+  } else if (n < 0 && !link->connected()) {
     MarkDown(agent, link->last_error());
     return n;
   }
   if (n < 0) {
-    NoteFileError(agent, write, name, n);
+    if (!note.refused) NoteFileError(agent, write, name, n);
   } else {
     (note.registered ? agent.in_place : agent.staged)
         .fetch_add(1, std::memory_order_relaxed);
@@ -353,7 +390,7 @@ int64_t AgentPool::TransferRdma(Agent& agent, bool write, std::string_view name,
   return n;
 #else
   (void)write, (void)name, (void)offset, (void)buffer, (void)length;
-  (void)region;
+  (void)region, (void)why;
   MarkDown(agent,
            "this fgds was built without RDMA (FGDS_RDMA=OFF, or no "
            "libibverbs-dev/librdmacm-dev)");
@@ -452,9 +489,13 @@ int AgentPool::SyncAgent(Agent& agent, std::string_view name,
   return 0;
 }
 
-void AgentPool::Fallback(int agent) {
+void AgentPool::Fallback(int agent, const backend::MemoryRegion* region) {
   if (agent < 0 || static_cast<size_t>(agent) >= agents_.size()) {
     unrouted_.fetch_add(1, std::memory_order_relaxed);
+    if (region != nullptr &&
+        region->kind() == backend::MemoryRegion::Kind::kDevice) {
+      NoteGpuFallback("no agent up");
+    }
     return;
   }
   agents_[agent]->fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -497,8 +538,15 @@ std::string AgentPool::StatsText() const {
     }
     absl::StrAppend(&text, "\n");
   }
+  std::string gpu_reason;
+  {
+    fgds::MutexLock lock(&gpu_mu_);
+    gpu_reason = gpu_fallback_reason_;
+  }
   absl::StrAppend(&text, "# agents: fallbacks_no_agent_up=",
-                  unrouted_.load(std::memory_order_relaxed), "\n");
+                  unrouted_.load(std::memory_order_relaxed), " gpu_fallbacks=",
+                  gpu_fallbacks_.load(std::memory_order_relaxed),
+                  " gpu_fallback_reason=\"", gpu_reason, "\"\n");
   return text;
 }
 

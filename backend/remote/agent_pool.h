@@ -25,6 +25,14 @@
 // once to stderr (the daemon's log), not once per request; every request
 // the caller served elsewhere is counted as a fallback with its reason.
 //
+// GPU memory (a MemoryRegion of Kind::kDevice, with the dma-buf the
+// session kept): only an RDMA agent moves it, in place, once the link
+// registered the dma-buf (rdma_agent_link.h). A TCP agent, an RDMA agent
+// that is down, or a registration that failed gives -EOPNOTSUPP (or the
+// connection's errno) before any byte moved, and the caller serves the
+// request by its own path; each such request is counted in the stats'
+// `gpu_fallbacks`, with the last reason in `gpu_fallback_reason`.
+//
 // Choosing: an agent whose address is the given one (the primary OSD of
 // the extent, ceph_get_osd_addr): the agent on the host that holds the
 // data. Addresses compare by IP only (agents and OSDs listen on different
@@ -111,14 +119,19 @@ class AgentPool {
                 const backend::MemoryRegion* region = nullptr);
   // The path a request agent `agent` served took (kAgentTcp, kAgentRdma).
   backend::IoPath PathOf(int agent) const;
-  // Counts one request of `agent` (-1: none was up) served elsewhere.
-  void Fallback(int agent);
+  // Counts one request of `agent` (-1: none was up) served elsewhere;
+  // `region`: its memory, so that GPU memory's count (gpu_fallbacks) has
+  // the requests no agent was up for too.
+  void Fallback(int agent, const backend::MemoryRegion* region = nullptr);
   // Makes the writes of `name` that agents acknowledged durable: 0, the
   // agent store's -errno, or -EIO when an agent holding unsynced writes of
   // it cannot be reached or restarted since.
   int Sync(std::string_view name);
 
   size_t size() const { return agents_.size(); }
+  // Whether a GPU iov's dma-buf may be of use: some agent is an RDMA one
+  // and this fgds was built with RDMA.
+  bool TakesDmabufs() const;
   // Lines for /.fgds/stats, one per agent, each ending in a newline.
   std::string StatsText() const;
 
@@ -131,9 +144,12 @@ class AgentPool {
   // `agent`: its index (the unsynced-writes record names agents by it).
   int64_t TransferTcp(int agent, bool write, std::string_view name,
                       uint64_t offset, void* buffer, size_t length);
+  // *why: set when the link did not move device memory, and why.
   int64_t TransferRdma(Agent& agent, bool write, std::string_view name,
                        uint64_t offset, void* buffer, size_t length,
-                       const backend::MemoryRegion* region);
+                       const backend::MemoryRegion* region, std::string* why);
+  // Counts one request on GPU memory that no agent moved.
+  void NoteGpuFallback(std::string why);
   // A connected client of `agent`, or null (the agent is marked down;
   // *error: -EACCES for a wrong key, else -EHOSTDOWN).
   std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
@@ -165,6 +181,9 @@ class AgentPool {
   fgds::Mutex rdma_mu_;
   std::shared_ptr<RdmaProtectionDomain> rdma_pd_ ABSL_GUARDED_BY(rdma_mu_);
   std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
+  std::atomic<uint64_t> gpu_fallbacks_{0};
+  mutable fgds::Mutex gpu_mu_;
+  std::string gpu_fallback_reason_ ABSL_GUARDED_BY(gpu_mu_);
   UnsyncedWrites unsynced_;
 };
 

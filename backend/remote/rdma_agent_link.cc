@@ -52,6 +52,20 @@ const RdmaMemoryRegion* RdmaAgentLink::RegistrationOf(
     made = true;
     auto reg = std::make_unique<Registration>();
     reg->pd = domain().get();
+    if (region.kind() == backend::MemoryRegion::Kind::kDevice) {
+      // Remote addresses from 2^40 + the dma-buf offset (RegisterDmabuf):
+      // an agent names byte i of the iov as remote_base() + i either way.
+      auto mr = client_->RegisterDmabuf(region.dmabuf_fd(),
+                                        region.dmabuf_offset(), region.size());
+      if (mr.ok()) {
+        reg->mr = *std::move(mr);
+      } else {
+        reg->error = absl::StrCat("GPU iov of ", region.size(),
+                                  " bytes: ", mr.status().message(),
+                                  "; served by the backend's own path");
+      }
+      return reg;
+    }
     auto mr = RdmaMemoryRegion::RegisterHost(domain(), region.base(),
                                              region.size(), true);
     if (mr.ok()) {
@@ -81,12 +95,30 @@ int64_t RdmaAgentLink::Transfer(bool write, std::string_view name,
                                 uint64_t offset, void* data, size_t length,
                                 const backend::MemoryRegion* region,
                                 RdmaTransferNote* note) {
-  if (region != nullptr &&
-      region->kind() == backend::MemoryRegion::Kind::kDevice) {
-    return -EINVAL;  // the CPU cannot stage it; no dma-buf registration
+  const bool device = region != nullptr &&
+                      region->kind() == backend::MemoryRegion::Kind::kDevice;
+  if (device && region->dmabuf_fd() < 0) {
+    note->refused = true;
+    note->registration_error =
+        "GPU iov without a dma-buf (the session did not keep one)";
+    return -EOPNOTSUPP;
+  }
+  if (device && client_->checked()) {
+    // The check sums the data with the CPU, which cannot read GPU memory.
+    // The user asked for checked agent data, not for failing GPU I/O: the
+    // backend's own path (no agent, nothing to check) serves it instead.
+    note->refused = true;
+    note->registration_error =
+        "GPU iov with checked payloads (--agent-crc): the CPU cannot sum GPU "
+        "memory; served by the backend's own path";
+    return -EOPNOTSUPP;
   }
   const RdmaMemoryRegion* mr =
       region != nullptr ? RegistrationOf(*region, note) : nullptr;
+  if (device && mr == nullptr) {
+    note->refused = true;  // the CPU cannot stage it
+    return -EOPNOTSUPP;
+  }
   if (mr != nullptr) {
     const size_t at =
         static_cast<size_t>(static_cast<char*>(data) - region->base());

@@ -13,9 +13,20 @@
 // goes, after the last request that named it completed. If the
 // registration fails (no memory-lock room, a mapping the NIC cannot pin),
 // the region's requests go through the staging buffer instead, and the
-// reason is kept for `fgds stat`. Device memory (Kind::kDevice) is not
-// taken: it would need a dma-buf registration, which no caller provides
-// yet (-EINVAL; the backend serves it itself).
+// reason is kept for `fgds stat`.
+//
+// Device memory (Kind::kDevice, a GPU iov the fgds module mapped) is
+// registered the same way, once per iov, but from the dma-buf the session
+// kept for it (MemoryRegion::dmabuf_fd; ibv_reg_dmabuf_mr, so no CUDA
+// here). The CPU cannot stage GPU memory, so when there is no such
+// registration (no dma-buf kept, a NIC or driver that takes no dma-bufs,
+// as soft-RoCE, a GPU BAR too small to expose the range, checked payloads,
+// which the CPU would have to sum) the link refuses the transfer
+// (-EOPNOTSUPP, note.refused, the reason in note.registration_error)
+// without touching the connection, and the caller serves it by its own
+// path (the local backend's O_DIRECT into the module's mapping). A failed
+// registration is kept as the region's attachment like a host one: it is
+// not tried again per request.
 //
 // Thread safety: thread-compatible, like the client (the pool lends a link
 // to one thread at a time).
@@ -43,6 +54,9 @@ struct RdmaTransferNote {
   bool registration_made = false;
   bool registration_failed = false;
   std::string registration_error;
+  // Device memory the link could not take (registration_error says why):
+  // nothing was sent, the connection is as it was.
+  bool refused = false;
 };
 
 class RdmaAgentLink {

@@ -145,6 +145,7 @@ RdmaMemoryRegion::RegisterHost(std::shared_ptr<RdmaProtectionDomain> pd,
                                void* addr, size_t length, bool remote_access) {
   int access = IBV_ACCESS_LOCAL_WRITE;
   if (remote_access) access |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  errno = 0;
   ibv_mr* mr = ibv_reg_mr(pd->pd(), addr, length, access);
   if (mr == nullptr) {
     return PosixError(absl::StrCat("ibv_reg_mr of ", length, " bytes"),
@@ -161,6 +162,7 @@ RdmaMemoryRegion::RegisterDmabuf(std::shared_ptr<RdmaProtectionDomain> pd,
                                  uint64_t iova) {
   const int access =
       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  errno = 0;  // a provider without the verb may fail without setting it
   ibv_mr* mr = ibv_reg_dmabuf_mr(pd->pd(), fd_offset, length, iova, fd, access);
   if (mr == nullptr) {
     // EOPNOTSUPP: the device (or its kernel driver) takes no dma-buf

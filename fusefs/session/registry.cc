@@ -51,6 +51,10 @@ SharedMemory::~SharedMemory() {
   // A backend's registration of the pages (an RDMA memory region) goes
   // before the mapping does.
   DropAttachment();
+  // The NIC's registration took its own reference to the dma-buf; ours
+  // goes with the region (the module's mapping holds one more until
+  // keeper_ goes).
+  if (dmabuf_fd_ >= 0) close(dmabuf_fd_);
   if (owned_) munmap(base(), size());
 }
 

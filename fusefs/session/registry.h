@@ -62,6 +62,21 @@ class SharedMemory : public backend::MemoryRegion {
   // be an I/O completing after the session ended.
   void AttachCharge(Charge charge) { charge_ = std::move(charge); }
 
+  // Device memory: takes over `fd`, the dma-buf the memory was exported
+  // as, with `offset` the dma-buf offset of base(), for a backend to
+  // register with a NIC (backend::MemoryRegion::dmabuf_fd). Closed when
+  // this memory goes (after the backend's registration of it, before the
+  // mapping); `charge` (one descriptor, UserLimits' files) is given back
+  // then. Call before the memory is shared (AddIov): requests read these
+  // without a lock.
+  void KeepDmabuf(int fd, uint64_t offset, Charge charge) {
+    dmabuf_fd_ = fd;
+    dmabuf_offset_ = offset;
+    dmabuf_charge_ = std::move(charge);
+  }
+  int dmabuf_fd() const override { return dmabuf_fd_; }
+  uint64_t dmabuf_offset() const override { return dmabuf_offset_; }
+
   // The GPU (IoStats::GpuSlot) this memory serves: a direct GPU iov's GPU,
   // or the GPU a staging iov stages for (IOV_GPU_STAGING); -1: none. Only
   // for counting per GPU; set by the session thread while ring workers
@@ -81,6 +96,9 @@ class SharedMemory : public backend::MemoryRegion {
   // Declared before keeper_, so destroyed after it (and after the
   // destructor's munmap): the limits count a mapping until it is gone.
   Charge charge_;
+  Charge dmabuf_charge_;
+  int dmabuf_fd_ = -1;  // owned; closed by the destructor
+  uint64_t dmabuf_offset_ = 0;
   const bool owned_;  // base() is our mmap of a memfd: munmap it
   const std::shared_ptr<void> keeper_;  // owns base() when set
   std::atomic<int> gpu_slot_{-1};

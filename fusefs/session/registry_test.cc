@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <functional>
+#include <memory>
 
 #include "gtest/gtest.h"
 
@@ -49,6 +51,59 @@ TEST(SharedMemoryTest, RefusesWhatCouldShrinkOrIsTooSmall) {
   EXPECT_EQ(SharedMemory::Map(fileno(tmp), 4096, &mem), -EINVAL);
   fclose(tmp);
   EXPECT_EQ(mem, nullptr);
+}
+
+// A GPU iov's kept dma-buf (KeepDmabuf, for a NIC's registration) lives
+// exactly as long as the iov: past its removal from the registry while an
+// I/O still holds it, closed with the last reference, after the backend's
+// registration of it (the attachment) is gone, and its descriptor charge
+// given back only then.
+TEST(SharedMemoryTest,
+     AKeptDmabufGoesWithTheLastReferenceAfterItsRegistration) {
+  auto limits = std::make_shared<UserLimits>(
+      UserLimitsConfig{.per_user = {.files = 1}, .daemon_files = 1});
+  Charge charge;
+  uint32_t refused = 0;
+  ASSERT_EQ(UserLimits::Take(limits, 1000, {.files = 1}, &charge, &refused), 0);
+  // Any descriptor stands in for the dma-buf: what is tested is who closes
+  // it and when.
+  const int fd = Memfd(4096, 0);
+  auto open_now = [fd] { return fcntl(fd, F_GETFD) != -1; };
+  alignas(4096) static char gpu[4096];
+  auto iov = SharedMemory::Adopt(gpu, sizeof(gpu), std::make_shared<int>(0));
+  ASSERT_EQ(iov->kind(), backend::MemoryRegion::Kind::kDevice);
+  EXPECT_EQ(iov->dmabuf_fd(), -1);
+  iov->KeepDmabuf(fd, 8192, std::move(charge));
+  EXPECT_EQ(iov->dmabuf_fd(), fd);
+  EXPECT_EQ(iov->dmabuf_offset(), 8192u);
+  // The backend's registration, made at a first request, checks on its way
+  // out that the dma-buf is still open.
+  struct Registration : backend::MemoryRegion::Attachment {
+    std::function<bool()> open_now;
+    bool* saw_open = nullptr;
+    ~Registration() override { *saw_open = open_now(); }
+  };
+  bool registration_saw_open = false;
+  iov->Attach([&] {
+    auto r = std::make_unique<Registration>();
+    r->open_now = open_now;
+    r->saw_open = &registration_saw_open;
+    return r;
+  });
+
+  Registry registry;
+  const int64_t id = registry.AddIov(iov);
+  ASSERT_GE(id, 0);
+  std::shared_ptr<SharedMemory> in_flight = iov;  // an entry's reference
+  iov.reset();
+  // Unregistered (or the session ended, or the client died) under I/O.
+  ASSERT_EQ(registry.RemoveIov(static_cast<uint32_t>(id)), 0);
+  EXPECT_TRUE(open_now());
+  EXPECT_EQ(limits->UsageOf(1000).files, 1u);
+  in_flight.reset();  // the I/O completes
+  EXPECT_TRUE(registration_saw_open);
+  EXPECT_FALSE(open_now());
+  EXPECT_EQ(limits->UsageOf(1000).files, 0u);
 }
 
 TEST(RegistryTest, LimitsAndIds) {

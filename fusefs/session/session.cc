@@ -335,8 +335,10 @@ int Session::RegisterIov(const fgds_msg_iov_register& msg, int memfd,
 
 int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                             fgds_msg_reply* reply, uint32_t* refused) {
-  // Closed on every path: a DIRECT registration holds its own reference to
-  // the dma-buf (and so to the GPU memory) in the module.
+  // Closed on every path but one: a DIRECT registration holds its own
+  // reference to the dma-buf (and so to the GPU memory) in the module, and
+  // the iov keeps the descriptor only for a backend that registers it with
+  // a NIC (KeepDmabuf).
   std::string exporter;
   int ret = CheckGpuIovValues(msg, context_.limits.registry.max_iov_bytes);
   if (ret == 0 && DmaBufExporter(dmabuf_fd, &exporter) != 0) {
@@ -367,7 +369,25 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   GpuIovMapping mapping = MapGpuIov(msg, dmabuf_fd, options);
   if (options.storage_fd >= 0) close(options.storage_fd);
-  close(dmabuf_fd);
+  if (mapping.path == FGDS_PATH_DIRECT && context_.keep_dmabufs) {
+    // The descriptor counts against the user's registered files (each of
+    // those holds descriptors too). Without room the iov stays direct and
+    // its requests take the backend's own path (no dma-buf for the NIC).
+    Charge fd_charge;
+    uint32_t fd_refused = 0;
+    if (UserLimits::Take(context_.user_limits, uid_, {.files = 1}, &fd_charge,
+                         &fd_refused) == 0) {
+      mapping.memory->KeepDmabuf(dmabuf_fd, msg.dmabuf_offset,
+                                 std::move(fd_charge));
+      dmabuf_fd = -1;
+    } else {
+      LogWarning(
+          "usrbio session of pid %d: GPU iov's dma-buf not kept for the NIC: "
+          "the user's registered-file budget is spent",
+          pid_);
+    }
+  }
+  if (dmabuf_fd >= 0) close(dmabuf_fd);
   // Per-GPU counting (fgds stat): which GPU, and how its offer ended.
   const int gpu_slot = context_.io_stats != nullptr
                            ? context_.io_stats->GpuSlot(msg.pci_bus_id)

@@ -71,6 +71,11 @@ struct SessionContext {
   // iov bounces), and where the module's nodes are.
   std::string storage_dir;
   std::string device_dir = "/dev";
+  // Keep each direct GPU iov's dma-buf descriptor for the iov's lifetime
+  // (SharedMemory::KeepDmabuf), for a backend that registers it with a NIC
+  // (backend::Backend::TakesDmabufs). One descriptor per such iov, charged
+  // to the user as a registered file.
+  bool keep_dmabufs = false;
   // The GPUs whose memory GPU iovs may map (--gpus); all by default.
   gpu::GpuAllowList gpus;
   SessionLimits limits;

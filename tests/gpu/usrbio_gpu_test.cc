@@ -1,10 +1,12 @@
 // usrbio GPU iovs (bounce path) on a real GPU against a mounted daemon:
 // data checks in cuMemAlloc'd memory, a sub-range of a larger allocation,
 // several threads each with its own ior and GPU iov, a buffer freed under
-// I/O, and a client SIGKILLed mid-I/O. Skips without a GPU, root or
+// I/O, a client SIGKILLed mid-I/O, and a mount whose RDMA agent cannot be
+// reached. Skips without a GPU, root or
 // /dev/fuse.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,7 +53,7 @@ class UsrbioGpuDeviceTest : public ::testing::Test {
     if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
       GTEST_SKIP() << "needs root and /dev/fuse";
     }
-    auto fs = MountedFs::Start();
+    auto fs = MountedFs::Start(Options());
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
     ASSERT_EQ(fgds_session_open(&session_, fs_->mountpoint().c_str(), nullptr),
@@ -61,6 +63,8 @@ class UsrbioGpuDeviceTest : public ::testing::Test {
   void TearDown() override {
     if (open_) fgds_session_close(&session_);
   }
+  // What the daemon is mounted with.
+  virtual MountOptions Options() { return {}; }
   std::string WriteBacking(const std::string& name,
                            const std::vector<uint8_t>& bytes) {
     std::string path = fs_->backing() + "/" + name;
@@ -305,6 +309,94 @@ TEST_F(UsrbioGpuDeviceTest, OffersARealDmaBufAndStillMovesEveryByte) {
   EXPECT_EQ(pread(bfd, back.data(), split, 0), static_cast<ssize_t>(split));
   close(bfd);
   EXPECT_TRUE(std::equal(back.begin(), back.end(), data.begin()));
+  EXPECT_EQ(fgds_ior_destroy(&ior), 0);
+  EXPECT_EQ(fgds_iov_destroy(&iov), 0);
+}
+
+// A mount whose agent is an RDMA one (`--agents rdma://...`) on a host that
+// cannot reach it: the GPU machine has no RDMA NIC (and its fgds may be
+// built without RDMA). GPU iovs must move every byte anyway, by the next
+// path: a direct iov (the fgds module mapped it) keeps its dma-buf for the
+// NIC, the link cannot connect, and the local backend's DMA path serves
+// it, counted in `gpu_fallbacks`; a bounced iov (no module) stages through
+// host memory, whose requests fall back the same way. The stats say why.
+class UsrbioGpuAgentTest : public UsrbioGpuDeviceTest {
+ protected:
+  MountOptions Options() override {
+    key_ = "/tmp/fgds-gpu-agent-test.key";
+    int fd = open(key_.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    EXPECT_GE(fd, 0);
+    const std::string secret(48, 'k');
+    EXPECT_EQ(write(fd, secret.data(), secret.size()),
+              static_cast<ssize_t>(secret.size()));
+    fchmod(fd, 0600);
+    close(fd);
+    MountOptions options;
+    // Port 1 on loopback: nothing listens there, RDMA or not.
+    options.extra_args = {"--agents", "rdma://127.0.0.1:1", "--agent-key",
+                          key_};
+    return options;
+  }
+  void TearDown() override {
+    UsrbioGpuDeviceTest::TearDown();
+    if (!key_.empty()) unlink(key_.c_str());
+  }
+  std::string Stats() {
+    std::string text;
+    int fd = open((fs_->mountpoint() + "/.fgds/stats").c_str(), O_RDONLY);
+    if (fd < 0) return text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, n);
+    close(fd);
+    return text;
+  }
+  std::string key_;
+};
+
+TEST_F(UsrbioGpuAgentTest, AnUnreachableRdmaAgentCostsGpuIovsOnlyTheFallback) {
+  const uint64_t size = 8 * kMiB;
+  const auto data = RandomBytes(size, 53);
+  const std::string path = WriteBacking("agent", data);
+  DeviceBuffer block(16 * kMiB);
+  block.Fill(0);
+  const uint64_t tensor = block.address() + kMiB;
+  fgds_iov iov;
+  ASSERT_EQ(fgds_iov_wrap_gpu(&session_, &iov, tensor, size, nullptr), 0);
+  uint32_t reason = 99;
+  const int gpu_path = fgds_iov_gpu_path(&iov, &reason);
+  std::printf("GPU iov path %d reason %u\n", gpu_path, reason);
+  fgds_ior ior;
+  ASSERT_EQ(fgds_ior_create(&session_, &ior, nullptr), 0);
+  const int id = Register(path, O_RDONLY);
+  ASSERT_GE(id, 0);
+  ASSERT_EQ(fgds_prep_read(&ior, &iov, reinterpret_cast<void*>(tensor), id, 0,
+                           size, 1),
+            0);
+  auto cqes = Drain(&ior, 1);
+  ASSERT_EQ(cqes.size(), 1u);
+  EXPECT_EQ(cqes[0].result, static_cast<int64_t>(size));
+  // Not by the agent: it was never reached.
+  EXPECT_NE(cqes[0].path, FGDS_PATH_RDMA);
+  EXPECT_NE(cqes[0].path, FGDS_PATH_TCP);
+  EXPECT_TRUE(block.Download(kMiB, size) == data);
+  const std::string stats = Stats();
+  std::printf("%s", stats.c_str());
+  // Tried and failed, with a reason (its state may read "up" again once
+  // the retry delay has passed).
+  EXPECT_NE(stats.find("# agent rdma://127.0.0.1:1: state="), std::string::npos)
+      << stats;
+  EXPECT_EQ(stats.find(" failures=0 "), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("last_error=\"\""), std::string::npos) << stats;
+  if (gpu_path == static_cast<int>(FGDS_PATH_DIRECT)) {
+    // The module's mapping, by the local backend's DMA path (through the
+    // pool and back when this fgds has RDMA: gpu_fallbacks counts it).
+    EXPECT_EQ(cqes[0].path, FGDS_PATH_DIRECT);
+  } else {
+    // Staged in host memory: no GPU memory reached the pool.
+    EXPECT_EQ(cqes[0].path, FGDS_PATH_BOUNCE);
+    EXPECT_NE(stats.find(" gpu_fallbacks=0 "), std::string::npos) << stats;
+  }
   EXPECT_EQ(fgds_ior_destroy(&ior), 0);
   EXPECT_EQ(fgds_iov_destroy(&iov), 0);
 }

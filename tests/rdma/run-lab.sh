@@ -118,7 +118,7 @@ needs=$work/needs.txt
   echo "$libdir/libibverbs/librxe-rdmav34.so"
 } >"$needs"
 echo "FGDS_RDMA_LAB_BENCH_MIB=${FGDS_RDMA_LAB_BENCH_MIB:-32}" >"$root/lab/lab.env"
-echo "FGDS_RDMA_LAB_FILTER='${FGDS_RDMA_LAB_FILTER:-RdmaLabTest.*:RdmaMountLabTest.*}'" >>"$root/lab/lab.env"
+echo "FGDS_RDMA_LAB_FILTER='${FGDS_RDMA_LAB_FILTER:-RdmaLabTest.*:RdmaMountLabTest.*:RdmaDmabufLabTest.*}'" >>"$root/lab/lab.env"
 echo "export FGDS_RDMA_LAB_BENCH_MIB" >>"$root/lab/lab.env"
 "$repo/tests/kmod/lab/initramfs.sh" "$root" "$work/initramfs.cpio.gz" \
   "$needs" "$here/guest-init"
