@@ -324,6 +324,10 @@ void RingWorkerPool::Worker::Run() {
   // Named so that CPU use can be told apart per thread kind
   // (/proc/<pid>/task/*/comm: `fgds bench` reports the daemon's CPU so).
   pthread_setname_np(pthread_self(), "fgds-ring");
+  // A file whose last reference this thread would drop (its io_uring's
+  // fixed table, a batch's completion) is closed on the release thread
+  // instead (backend/registration_key.h).
+  backend::MarkTableThread();
   epoll_event events[64];
   for (;;) {
     timespec ts;
