@@ -90,8 +90,9 @@ class RegistrationKey {
 // dropped it): gives the share back. Any thread, also after the key died.
 void ReleaseHold(RegistrationHold* hold);
 
-// This thread holds tables (a usrbio ring worker): descriptors whose last
-// reference it would release go to the release thread instead.
+// This thread holds tables and serves clients (a usrbio ring worker marks
+// itself at start): descriptors whose last reference it would release go
+// to the release thread instead. Unmarked threads close themselves.
 void MarkTableThread();
 // Closes `fd`: here, unless this thread is a table's (MarkTableThread);
 // then on the release thread (here only when that thread cannot be
