@@ -19,11 +19,27 @@
 // names at its next use (RetiredSince), or drops everything when it fell
 // too far behind to tell.
 //
+// Who releases last: a table's reference to an open file may be the last
+// one (the owner closed its descriptor first), and the last reference's
+// release is real work (an unlinked file's page cache goes with it:
+// truncate_inode_pages_range), which must not land on a table's thread (a
+// usrbio ring worker, which serves clients). So a table takes a share of
+// the key (Hold) for as long as its kernel reference lives, the owner
+// hands its descriptor over instead of closing it (CloseWhenUnregistered),
+// and the descriptor is closed once no table holds the key: by the owner
+// at once where none does, else after the last table let go, on the
+// release thread, a single process-wide thread that sleeps while there is
+// nothing to close. So the last reference is always the descriptor's, and
+// it is never closed on a table's thread (MarkTableThread).
+//
 // Thread safety: keys are made and destroyed on any thread; the log is
 // shared (a mutex, taken only when a marked key dies or a table catches
-// up).
+// up); holds are reference counts (atomics, one pair per registration, not
+// per read).
 #ifndef FGDS_BACKEND_REGISTRATION_KEY_H_
 #define FGDS_BACKEND_REGISTRATION_KEY_H_
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -31,6 +47,10 @@
 #include <span>
 
 namespace fgds::backend {
+
+// A table's share of a key (registration_key.cc): what keeps the owner's
+// descriptor open while the table's kernel reference lives.
+class RegistrationHold;
 
 class RegistrationKey {
  public:
@@ -46,11 +66,48 @@ class RegistrationKey {
   void MarkRegistered() const {
     registered_.store(true, std::memory_order_seq_cst);
   }
+  // A table is about to register this key's open file: marks the key and
+  // returns the table's share, which it gives back (ReleaseHold) once its
+  // kernel reference is gone. Null when out of memory: the table must
+  // then not register the file. Call as MarkRegistered, while the object
+  // is in use.
+  RegistrationHold* Hold() const;
+  // The owner's descriptor of the object (the open file tables register)
+  // is to be closed; call it before the key is destroyed, instead of
+  // close(2). Closed at once where no table holds the key (off a table's
+  // thread: CloseOffTableThreads), else when the last table lets go, on
+  // the release thread. At most once per key.
+  void CloseWhenUnregistered(int fd) const;
 
  private:
   const uint64_t value_;
   mutable std::atomic<bool> registered_{false};
+  // Made at the first Hold; the key's own share until its destruction.
+  mutable std::atomic<RegistrationHold*> hold_{nullptr};
 };
+
+// A table let go of its kernel reference (after the system call that
+// dropped it): gives the share back. Any thread, also after the key died.
+void ReleaseHold(RegistrationHold* hold);
+
+// This thread holds tables and serves clients (a usrbio ring worker marks
+// itself at start): descriptors whose last reference it would release go
+// to the release thread instead. Unmarked threads close themselves.
+void MarkTableThread();
+// Closes `fd`: here, unless this thread is a table's (MarkTableThread);
+// then on the release thread (here only when that thread cannot be
+// started or the queue cannot grow).
+void CloseOffTableThreads(int fd);
+
+// For tests: descriptors closed so far by CloseOffTableThreads on the
+// calling thread (`here`) and on the release thread (`released`), and the
+// release thread's id (0 before it started).
+struct RegistrationCloses {
+  uint64_t here = 0;
+  uint64_t released = 0;
+  pid_t release_thread = 0;
+};
+RegistrationCloses RegistrationClosesSoFar();
 
 // How many marked keys died so far (a position in the log).
 uint64_t RetiredCount();

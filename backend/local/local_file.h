@@ -55,9 +55,10 @@ class File {
   // reads go to the engine without asking again (local_io.cc).
   std::atomic<bool> nowait_refused{false};
   // Names this open file in the ring workers' io_uring file tables
-  // (nowait_reader.h). Destroyed, and its retirement logged, after ~File's
-  // body closed fd: a table's reference then keeps the open file alive
-  // only until that table catches up.
+  // (nowait_reader.h). ~File hands fd to it (CloseWhenUnregistered): fd
+  // stays open while a table holds the file and is closed off the ring
+  // workers once none does. Destroyed, and its retirement logged, after
+  // ~File's body: each table then drops the file at its next batch.
   const RegistrationKey registration_key;
 
  private:

@@ -43,7 +43,13 @@ File::File(int fd_in, const struct stat& st, bool close_is_noop_in,
 
 File::~File() {
   if (int twin = direct_fd_.load(); twin >= 0) close(twin);
-  close(fd);
+  // Not close(fd): where a ring worker's fixed file table holds the open
+  // file, the descriptor stays open until every table let go and is then
+  // closed off the ring workers, so that the last reference (for an
+  // unlinked file, its page cache's eviction) is never released on a
+  // worker (registration_key.h). Otherwise closed here, as before (on the
+  // release thread if this is a ring worker).
+  registration_key.CloseWhenUnregistered(fd);
 }
 
 int File::direct_fd() const {

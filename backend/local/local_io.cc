@@ -85,8 +85,10 @@ bool ReadWhole(const FileIoRequest& request, int64_t result) {
 void LocalBackend::SubmitIo(std::span<const FileIoRequest> batch) {
   // Per call, not per thread: with the inline engine a completion runs
   // inside Submit and may submit again.
-  absl::InlinedVector<io::IoRequest, 8> requests;
-  absl::InlinedVector<std::pair<FileIoCompletion*, int>, 4> refused;
+  // Inline room for a usrbio ring worker's whole turn (16 entries by
+  // default): the reserves below then allocate nothing per batch.
+  absl::InlinedVector<io::IoRequest, 16> requests;
+  absl::InlinedVector<std::pair<FileIoCompletion*, int>, 16> refused;
   absl::InlinedVector<IoChoice, 16> choices;
   // The batch's cached-read candidates, read together (one io_uring_enter
   // for all of them: nowait_reader.h), and for each the index of its

@@ -36,6 +36,10 @@ std::atomic<bool> g_use_fixed{true};
 struct FileSlot {
   uint64_t key = 0;    // 0: free
   uint64_t batch = 0;  // the last batch that used it
+  // The table's share of the key (registration_key.h): the owner's
+  // descriptor stays open while the slot holds the file, so the last
+  // reference is never this table's.
+  RegistrationHold* hold = nullptr;
 };
 struct BufferSlot {
   uint64_t key = 0;  // 0: free
@@ -51,6 +55,7 @@ class ThreadRing {
  public:
   ~ThreadRing() {
     if (ready_) io_uring_queue_exit(&ring_);
+    ReleaseFileHolds();
   }
   // Sets the ring up at the first use; false: use preadv2.
   bool Usable() {
@@ -108,6 +113,7 @@ class ThreadRing {
     ready_ = false;
     failed_ = true;
     files_ok_ = buffers_ok_ = false;
+    ReleaseFileHolds();
     files_ = {};
     buffers_ = {};
     files_held_ = buffers_held_ = 0;
@@ -122,6 +128,13 @@ class ThreadRing {
   template <typename Slots>
   int Victim(const Slots& slots, unsigned* next) const;
   void DropFile(unsigned slot);
+  // Gives back every file slot's share (after the kernel let go of them).
+  void ReleaseFileHolds() {
+    for (FileSlot& f : files_) {
+      if (f.hold != nullptr) ReleaseHold(f.hold);
+      f.hold = nullptr;
+    }
+  }
   void DropBuffer(unsigned slot);
   unsigned RegisteredBuffers() const {
     unsigned n = 0;
@@ -167,6 +180,7 @@ int ThreadRing::Victim(const Slots& slots, unsigned* next) const {
 void ThreadRing::DropFile(unsigned slot) {
   int fd = -1;
   io_uring_register_files_update(&ring_, slot, &fd, 1);
+  if (files_[slot].hold != nullptr) ReleaseHold(files_[slot].hold);
   files_[slot] = {};
   --files_held_;
 }
@@ -192,6 +206,7 @@ void ThreadRing::ReleaseAll() {
       io_uring_unregister_files(&ring_);
       files_ok_ = io_uring_register_files_sparse(&ring_, kFileSlots) == 0;
     }
+    ReleaseFileHolds();
     files_ = {};
     files_held_ = 0;
   }
@@ -253,16 +268,21 @@ int ThreadRing::FileSlotFor(const NowaitRead& r) {
   if (slot < 0) {
     slot = Victim(files_, &next_file_);
     if (slot < 0) return -1;
-    // Marked first: from here on its destruction is logged, so the
-    // reference this takes cannot outlive it unnoticed.
-    r.file_key->MarkRegistered();
+    // Held (and so marked) first: from here on its destruction is logged,
+    // so the reference this takes cannot outlive it unnoticed, and the
+    // owner's descriptor stays open until this table lets go.
+    RegistrationHold* hold = r.file_key->Hold();
+    if (hold == nullptr) return -1;
     int fd = r.fd;
     // Replaces the slot's old file, if any (the kernel drops it).
     if (io_uring_register_files_update(&ring_, static_cast<unsigned>(slot), &fd,
                                        1) != 1) {
-      return -1;  // the slot keeps what it had
+      ReleaseHold(hold);  // the key's own share keeps it: never the last
+      return -1;          // the slot keeps what it had
     }
     if (files_[slot].key == 0) ++files_held_;
+    if (files_[slot].hold != nullptr) ReleaseHold(files_[slot].hold);
+    files_[slot].hold = hold;
     files_[slot].key = key;
     next_file_ = (static_cast<unsigned>(slot) + 1) % kFileSlots;
   }

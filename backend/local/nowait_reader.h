@@ -33,6 +33,9 @@
 // tables hold goes when its key is retired (checked at each batch) and
 // when the thread goes idle (ReleaseNowaitRegistrations), so neither a
 // closed file nor a dead client's memory stays held by a sleeping worker.
+// A file slot holds a share of its key (RegistrationKey::Hold) until the
+// slot is dropped, so the owner's descriptor outlives the table's
+// reference and the file's last release never happens here.
 // Where registration fails (old kernel, memory that cannot be pinned) the
 // read goes by descriptor and address as before.
 //

@@ -131,6 +131,17 @@ void IoStats::Record(Kind kind, int64_t result) {
   if (const int g = GpuIndex(kind); g >= 0) add(shard.gpu_counters[g]);
 }
 
+void IoStats::RecordMany(Kind kind, const Totals& t) {
+  Shard& shard = Mine();
+  auto add = [&t](Counters& c) {
+    c.entries.fetch_add(t.entries, std::memory_order_relaxed);
+    if (t.errors > 0) c.errors.fetch_add(t.errors, std::memory_order_relaxed);
+    if (t.bytes > 0) c.bytes.fetch_add(t.bytes, std::memory_order_relaxed);
+  };
+  add(shard.counters[Index(kind)]);
+  if (const int g = GpuIndex(kind); g >= 0) add(shard.gpu_counters[g]);
+}
+
 void IoStats::RecordRejected() {
   Mine().rejected.fetch_add(1, std::memory_order_relaxed);
 }

@@ -52,6 +52,7 @@ class IoStats {
     FileSide file_side = FileSide::kPageCache;
     // GpuSlot of the GPU a GPU-memory entry serves; -1: none known.
     int gpu = -1;
+    bool operator==(const Kind&) const = default;
   };
 
   // One completed entry: `result` is bytes moved or -errno.
@@ -64,6 +65,10 @@ class IoStats {
     uint64_t bytes = 0;
     uint64_t errors = 0;
   };
+  // `t.entries` completed entries of one kind at once, with their bytes and
+  // errors: what a batch's inline completions add (ring.cc), one atomic
+  // add per counter instead of one per entry.
+  void RecordMany(Kind kind, const Totals& t);
   Totals Get(Kind kind) const;
   uint64_t rejected() const;
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "common/log.h"
 #include "fgds/usrbio.h"
 #include "fusefs/session/sqe_check.h"
@@ -65,7 +66,9 @@ uint32_t RingPath(backend::IoPath path) {
 }
 
 // The ring whose batch this thread is handing to the backend: a completion
-// that runs under it was served inline (RingStageStats::kInline).
+// that runs under it was served inline (RingStageStats::kInline), and is
+// posted with the batch's other inline ones once SubmitIo returns
+// (RingBatch::PostInline).
 thread_local const Ring* tl_dispatching = nullptr;
 
 // Whether this thread times this post (one in RingStageStats::kPostSample).
@@ -96,6 +99,15 @@ class RingBatch {
     }
     void Finish(int64_t result) {
       Ring* ring = batch->ring_.get();
+      if (tl_dispatching == ring) {
+        // Served on the dispatching thread, inside SubmitIo (a cached
+        // read, a refusal): posted together after it returns, under one
+        // CQ lock and one notification, and counted once per batch.
+        inline_result = result;
+        inline_done = true;
+        ++batch->inline_;
+        return;
+      }
       IoStats* stats = ring->stats();
       // Counted before the completion is visible: whoever sees it then
       // sees it counted too.
@@ -119,10 +131,11 @@ class RingBatch {
       } else {
         ring->Post(userdata, tag, result, RingPath(path()));
       }
-      if (tl_dispatching == ring) ++batch->inline_;
       batch->OpDone();
     }
     RingBatch* batch = nullptr;
+    int64_t inline_result = 0;
+    bool inline_done = false;
     uint64_t userdata = 0;
     uint64_t offset = 0;
     uint64_t len = 0;
@@ -181,16 +194,69 @@ class RingBatch {
     ring_->invalidator()->InvalidateNow(write_ranges_);
   }
 
-  // Hold/Release: the dispatching thread's own reference while it reads
-  // inline_ after SubmitIo (the last completion would delete the batch).
+  // Hold/Release: the dispatching thread's own reference while it posts
+  // the inline completions after SubmitIo (the last completion from
+  // elsewhere would delete the batch). Release also drops the inline
+  // completions' references, in the same atomic operation.
   void Hold() { remaining_.fetch_add(1, std::memory_order_relaxed); }
-  void Release() { Drop(); }
+  void Release() { Drop(inline_ + 1); }
+
+  // Posts the completions served inline (Op::Finish on the dispatching
+  // thread): counted, then written under one CQ lock, with one
+  // notification. Returns the nanoseconds the posts took when `timed`.
+  uint64_t PostInline(bool timed) {
+    if (inline_ == 0) return 0;
+    Ring* ring = ring_.get();
+    IoStats* stats = ring->stats();
+    constexpr uint32_t kChunk = 64;
+    fgds_cqe cqes[kChunk];
+    uint32_t n = 0;
+    uint64_t post_ns = 0;
+    // Consecutive entries of one kind are counted together.
+    IoStats::Kind run_kind;
+    IoStats::Totals run;
+    auto count_run = [&] {
+      if (stats != nullptr && run.entries > 0) stats->RecordMany(run_kind, run);
+      run = {};
+    };
+    auto post = [&] {
+      count_run();  // counted before the completions are visible
+      const uint64_t start = timed ? StageNowNs() : 0;
+      ring->PostMany(cqes, n);
+      if (timed) post_ns += StageNowNs() - start;
+      n = 0;
+    };
+    for (uint32_t i = 0; i < used_; ++i) {
+      Op& op = ops_[i];
+      if (!op.inline_done) continue;
+      if (stats != nullptr) {
+        IoStats::Kind kind = op.kind;
+        kind.file_side = FileSideOf(op.path());
+        if (run.entries > 0 && !(kind == run_kind)) count_run();
+        run_kind = kind;
+        ++run.entries;
+        if (op.inline_result < 0) {
+          ++run.errors;
+        } else {
+          run.bytes += static_cast<uint64_t>(op.inline_result);
+        }
+      }
+      cqes[n++] =
+          fgds_cqe{op.inline_result, op.userdata, RingPath(op.path()), op.tag};
+      if (n == kChunk) post();
+    }
+    if (n > 0) post();
+    count_run();
+    return post_ns;
+  }
 
  private:
-  void OpDone() { Drop(); }
-  void Drop() {
+  void OpDone() { Drop(1); }
+  void Drop(uint32_t count) {
     // acq_rel: every op's use of the batch happens before the delete.
-    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    if (remaining_.fetch_sub(count, std::memory_order_acq_rel) != count) {
+      return;
+    }
     // The batch's requests leave the ring's in-flight count together: until
     // then the posted ones count twice in Room(), which errs on the safe
     // side (less room) and saves a shared atomic per completion.
@@ -201,8 +267,9 @@ class RingBatch {
   const std::shared_ptr<Ring> ring_;
   std::vector<Op> ops_;  // sized once: completions point into it
   uint32_t used_ = 0;
-  std::vector<std::shared_ptr<SharedMemory>> iovs_;
-  std::vector<std::shared_ptr<RegisteredFile>> files_;
+  // Mostly one of each per batch: no allocation for them.
+  absl::InlinedVector<std::shared_ptr<SharedMemory>, 2> iovs_;
+  absl::InlinedVector<std::shared_ptr<RegisteredFile>, 2> files_;
   // Writes whose range the mount may hold dirty pages of.
   std::vector<CacheInvalidator::Range> write_ranges_;
   std::atomic<uint32_t> remaining_{0};
@@ -316,6 +383,25 @@ void Ring::Stop() {
   // write).
   while (helpers_.load(std::memory_order_acquire) != 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void Ring::PostMany(const fgds_cqe* cqes, uint32_t count) {
+  if (count == 0) return;
+  {
+    fgds::SpinLockHolder lock(&cq_mu_);
+    for (uint32_t i = 0; i < count; ++i) {
+      cqes_[(cq_tail_ + i) & (cq_entries_ - 1)] = cqes[i];
+    }
+    cq_tail_ += count;
+    // Release: the CQEs above are complete before the tail that publishes
+    // them.
+    fgds_store_release(&header_->cq_tail.value, cq_tail_);
+  }
+  // As in Post.
+  if (!notify_pending_.exchange(true, std::memory_order_seq_cst) &&
+      sleeping_.load(std::memory_order_seq_cst)) {
+    SignalOwnEventfd(wake_efd_);
   }
 }
 
@@ -565,22 +651,22 @@ void Ring::Dispatch(Scratch* scratch, uint32_t count) {
   // Writes start only once the mount holds no dirty page of their ranges
   // (cache_invalidator.h, step 1).
   batch->InvalidateWriteRanges();
-  if (stats_ == nullptr) {
-    backend_->SubmitIo(requests);
-    return;
-  }
-  RingStageStats& stages = stats_->stages();
-  const uint64_t submit_start = StageNowNs();
+  const uint64_t submit_start = stats_ != nullptr ? StageNowNs() : 0;
   batch->submit_ns_ = submit_start;
-  // The batch stays alive through SubmitIo for the inline count: one more
-  // completion, ours, is owed until we read it.
+  // The batch stays alive through SubmitIo and the inline posts: one more
+  // completion, ours, is owed until then.
   batch->Hold();
   tl_dispatching = this;
   backend_->SubmitIo(requests);
   tl_dispatching = nullptr;
-  const uint64_t submit_end = StageNowNs();
-  stages.Add(RingStageStats::kInline, batch->inline_);
+  const uint64_t submit_end = stats_ != nullptr ? StageNowNs() : 0;
+  const uint32_t served_inline = batch->inline_;
+  const uint64_t post_ns = batch->PostInline(stats_ != nullptr);
   batch->Release();
+  if (stats_ == nullptr) return;
+  RingStageStats& stages = stats_->stages();
+  stages.Add(RingStageStats::kInline, served_inline);
+  if (served_inline > 0) stages.Add(RingStageStats::kPostNs, post_ns);
   stages.Add(RingStageStats::kEntries, count);
   stages.Add(RingStageStats::kBatches, 1);
   stages.Add(RingStageStats::kTakeNs, submit_start - check_start);

@@ -107,6 +107,9 @@ class Ring : public std::enable_shared_from_this<Ring> {
 
   // Posts one completion; called on engine threads and by the worker.
   void Post(uint64_t userdata, uint32_t tag, int64_t result, uint32_t path);
+  // Posts `count` completions at once (one CQ lock, one notification): the
+  // ones a batch served inline, on the dispatching thread.
+  void PostMany(const fgds_cqe* cqes, uint32_t count);
   // Writes wait for this before they start (where the mount may hold dirty
   // pages) and their completions after they end (null: neither); see
   // cache_invalidator.h.

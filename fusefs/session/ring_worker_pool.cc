@@ -44,6 +44,29 @@ unsigned DefaultWorkers() {
   return std::min(cpus, kMaxDefaultRingWorkers);
 }
 
+// epoll_pwait2 (Linux 5.11) for its nanosecond timeout (batching
+// deadlines are microseconds). Where the kernel, or valgrind (which does
+// not know the call: tests/bench/usrbio_entry_cost.sh), refuses it with
+// ENOSYS: epoll_pwait, the timeout rounded up to a millisecond (a deadline
+// then fires late, never early).
+int WaitForEvents(int epoll_fd, epoll_event* events, int max,
+                  const timespec* timeout) {
+  static std::atomic<bool> no_pwait2{false};
+  if (!no_pwait2.load(std::memory_order_relaxed)) {
+    const int n = epoll_pwait2(epoll_fd, events, max, timeout, nullptr);
+    if (n >= 0 || errno != ENOSYS) return n;
+    no_pwait2.store(true, std::memory_order_relaxed);
+  }
+  int ms = -1;
+  if (timeout != nullptr) {
+    const uint64_t ns = static_cast<uint64_t>(timeout->tv_sec) * 1000000000u +
+                        static_cast<uint64_t>(timeout->tv_nsec);
+    ms =
+        static_cast<int>(std::min<uint64_t>((ns + 999999) / 1000000, 1u << 30));
+  }
+  return epoll_pwait(epoll_fd, events, max, ms, nullptr);
+}
+
 }  // namespace
 
 // One thread and its epoll set. Rings come and go through the command
@@ -301,6 +324,10 @@ void RingWorkerPool::Worker::Run() {
   // Named so that CPU use can be told apart per thread kind
   // (/proc/<pid>/task/*/comm: `fgds bench` reports the daemon's CPU so).
   pthread_setname_np(pthread_self(), "fgds-ring");
+  // A file whose last reference this thread would drop (its io_uring's
+  // fixed table, a batch's completion) is closed on the release thread
+  // instead (backend/registration_key.h).
+  backend::MarkTableThread();
   epoll_event events[64];
   for (;;) {
     timespec ts;
@@ -320,12 +347,12 @@ void RingWorkerPool::Worker::Run() {
       ts = kReleaseIdle;
       timeout = &ts;
     }
-    int n = epoll_pwait2(epoll_fd_, events, 64, timeout, nullptr);
+    int n = WaitForEvents(epoll_fd_, events, 64, timeout);
     idle_.store(false, std::memory_order_relaxed);
     if (release_if_quiet && n == 0) backend::ReleaseNowaitRegistrations();
     if (n < 0) {
       if (errno != EINTR) {
-        LogWarning("usrbio ring worker: epoll_pwait2: %s", strerror(errno));
+        LogWarning("usrbio ring worker: epoll wait: %s", strerror(errno));
       }
       n = 0;
     }

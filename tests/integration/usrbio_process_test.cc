@@ -360,6 +360,75 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
             0);
 }
 
+TEST_F(UsrbioTest, AnUnlinkedFileReadOnTheFixedPathIsClosedOnceTheTablesLetGo) {
+  // A file a client read through the ring workers' fixed tables, then
+  // unlinked and let go of: the daemon's descriptor of it outlives the
+  // client's registration only while a worker's table holds the file, and
+  // is then closed (off the ring workers: backend/registration_key.h;
+  // which thread closes is nowait_fixed_test's). Nothing of it may stay:
+  // no descriptor of the deleted file, no table entry.
+  if (TestingCeph()) {
+    GTEST_SKIP() << "the fixed tables are the local backend's";
+  }
+  constexpr uint64_t kSize = 4 * kMiB;
+  {
+    std::vector<char> data(kSize);
+    FillPattern(data.data(), kSize, 5, 0);
+    int fd = open(Mnt("gone").c_str(), O_CREAT | O_WRONLY, 0644);
+    ASSERT_EQ(write(fd, data.data(), data.size()),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+  }
+  const pid_t daemon = fs_->daemon_pid();
+  const std::string backing = fs_->backing();
+  const std::string mnt = fs_->mountpoint();
+  // The daemon's descriptors of the file, deleted or not.
+  auto open_in_daemon = [&] {
+    int n = 0;
+    for (const std::string& t : SessionFds(daemon, backing)) {
+      n += t.find(backing + "/gone") != std::string::npos;
+    }
+    return n;
+  };
+  EXPECT_EQ(RunChild([&] {
+              Session s(mnt);
+              Iov iov(&s.s, kMiB);
+              fgds_ior_params p = {};
+              p.flags = FGDS_IOR_BUFFERED;
+              Ior ior(&s.s, &p);
+              int fd = open((mnt + "/gone").c_str(), O_RDONLY);
+              int id = fgds_fd_register(&s.s, fd, 0);
+              close(fd);
+              if (s.open_result || iov.result || ior.result || id < 0) {
+                return 1;
+              }
+              std::vector<fgds_cqe> cqes(32);
+              // Twice over the file: the second pass finds its pages
+              // cached and goes through the fixed tables.
+              for (uint64_t round = 0; round < 64; ++round) {
+                for (uint64_t i = 0; i < 32; ++i) {
+                  const uint64_t off =
+                      ((round * 32 + i) % (kSize / 4096)) * 4096;
+                  if (fgds_prep_read(&ior.ior, &iov.iov, iov.at(i * 4096), id,
+                                     off, 4096, off) != 0) {
+                    return 2;
+                  }
+                }
+                if (SubmitAndWaitAll(&ior.ior, cqes.data(), 32) != 32) return 3;
+              }
+              if (unlink((mnt + "/gone").c_str()) != 0) return 4;
+              return 0;  // the session closes: the registration goes
+            }),
+            0);
+  Registered left;
+  EXPECT_TRUE(Eventually([&] {
+    left = RegisteredInDaemon(daemon, backing);
+    return left.files == 0 && open_in_daemon() == 0;
+  })) << open_in_daemon()
+      << " descriptors of the deleted file and " << left.files
+      << " table entries left";
+}
+
 TEST_F(UsrbioTest, OtherUserCannotReachFirstUsersIovOrFd) {
   constexpr uid_t kNobody = 65534;
   // User A (root here): a private file, a shared one, two iovs, both files
