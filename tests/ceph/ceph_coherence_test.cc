@@ -111,7 +111,7 @@ TEST_F(CephCoherenceTest, OpenAfterCloseReadsTheNewData) {
 // Close-to-open without fetching again what did not change: B's reopen of
 // a file nobody changed keeps the pages B's kernel cached (no read reaches
 // B's daemon); once A rewrote the file, B's next open drops them and reads
-// the new bytes; the one after keeps those.
+// the new bytes; a later one keeps those.
 TEST_F(CephCoherenceTest, PagesSurviveReopenUntilAnotherMountWrites) {
   WriteVersion(OnA("f"), 1);
   bool held = false;
@@ -128,9 +128,18 @@ TEST_F(CephCoherenceTest, PagesSurviveReopenUntilAnotherMountWrites) {
         << "version " << v;
     EXPECT_TRUE(held) << "B read stale pages at its open after A's close, "
                       << "version " << v;
-    EXPECT_EQ(ReadsToDaemon(b_->mountpoint(), OnB("f"), v, &held), 0u)
-        << "version " << v;
-    EXPECT_TRUE(held) << "version " << v;
+    // A's release reaches Ceph after its close returned, and may still
+    // move the stamp (the conservative way: one more drop); then it keeps.
+    int reopens = 0;
+    bool kept_pages = false;
+    while (!kept_pages && ++reopens <= 3) {
+      kept_pages = ReadsToDaemon(b_->mountpoint(), OnB("f"), v, &held) == 0;
+      EXPECT_TRUE(held) << "version " << v;
+      if (!kept_pages)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_TRUE(kept_pages)
+        << "B's reopens of version " << v << " never kept its pages";
   }
   // A's truncate (size and change attribute) drops them as well.
   ASSERT_EQ(truncate(OnA("f").c_str(), 0), 0);
