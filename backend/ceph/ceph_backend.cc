@@ -1035,7 +1035,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
       cmount, root, stx.stx_ino, options.io_threads, std::move(agents)));
   if (options.call_timeout_ms == 0) return backend;
   return GuardBackend(std::move(backend), options.gate_threads,
-                      std::chrono::milliseconds(options.call_timeout_ms));
+                      std::chrono::milliseconds(options.call_timeout_ms),
+                      options.here_reads);
 }
 
 }  // namespace fgds::backend
