@@ -192,6 +192,11 @@ class Backend {
   // callers that would only wait: a FUSE write's data lives until its
   // reply, and a hop to an engine thread only adds two wakeups.
   virtual int64_t RunIo(const FileIoRequest& request, IoPath* path) = 0;
+  // Whether calls the backend gave up on (answered with an error) may still
+  // hold threads that entered it, and may never give them back: the ceph
+  // gate's, once dead (a read that ran on its FUSE thread stays there).
+  // The daemon then does not wait for every thread at its exit.
+  virtual bool LeftThreadsBehind() const { return false; }
   // The calls without a data buffer.
   virtual int Fsync(File* file, bool datasync) = 0;
   virtual int Fallocate(File* file, int mode, off_t offset, off_t length) = 0;

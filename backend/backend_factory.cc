@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(
     options.root = config.ceph_root;
     options.call_timeout_ms = config.ceph_timeout_ms;
     options.client_uuid = config.ceph_client_uuid;
+    options.here_reads = config.ceph_here_reads;
     options.agents = config.agents;
     options.agent_key = config.agent_key;
     options.agent_crc = config.agent_crc;

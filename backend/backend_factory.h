@@ -39,6 +39,8 @@ struct BackendConfig {
   // ceph: CephOptions::call_timeout_ms and CephOptions::client_uuid.
   unsigned ceph_timeout_ms = 120000;
   std::string ceph_client_uuid;
+  // ceph: CephOptions::here_reads (the daemon: half its FUSE threads).
+  unsigned ceph_here_reads = 0;
   // The storage-side agents and their key file (ceph_backend.h; for the
   // local backend, agent_backend.h).
   std::vector<remote::AgentAddress> agents;

@@ -9,7 +9,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -37,6 +39,7 @@
 #include "fusefs/mount_table.h"
 #include "fusefs/session/io_stats.h"
 #include "fusefs/session/session_server.h"
+#include "fusefs/stuck_threads_exit.h"
 #include "fusefs/usrbio_limits.h"
 
 namespace fgds::fusefs {
@@ -373,6 +376,10 @@ absl::Status ServeMount(const DaemonOptions& options,
   backend_config.ceph_fs = options.ceph_fs;
   backend_config.ceph_root = options.ceph_root;
   backend_config.ceph_timeout_ms = options.ceph_timeout_ms;
+  // Reads may run on the FUSE thread that took them, as long as a dead
+  // cluster could hold at most half of those threads (guarded_backend.h).
+  backend_config.ceph_here_reads =
+      static_cast<unsigned>(std::max(options.max_threads / 2, 0));
   // One Ceph client identity per host and mount point: a daemon restarted
   // on the same mount point reclaims the session its dead predecessor left
   // (a live one cannot be there: the mount point was checked above).
@@ -549,8 +556,13 @@ absl::Status ServeMount(const DaemonOptions& options,
                                 static_cast<unsigned>(options.max_threads));
   fuse_loop_cfg_set_idle_threads(
       config, static_cast<unsigned>(std::min(options.max_threads, 8)));
+  // Watches the loop's end and the teardown below for threads a dead
+  // backend keeps (stuck_threads_exit.h).
   // A signal ends the loop with the signal's number: that is a clean stop.
+  auto stuck_exit = std::make_unique<StuckThreadsExit>(
+      se, fs->backend.get(), options.mountpoint, std::chrono::seconds(1));
   int ret = fuse_session_loop_mt(se, config);
+  stuck_exit->LoopReturned();
   const bool stopped_by_signal =
       ret == SIGTERM || ret == SIGINT || ret == SIGHUP;
   if (stopped_by_signal) ret = 0;
@@ -594,6 +606,7 @@ absl::Status ServeMount(const DaemonOptions& options,
   // replies, then tear the session down.
   fs.reset();
   invalidator.reset();  // after the engine: its completions queue here
+  stuck_exit.reset();   // the teardown got through
   fuse_session_destroy(se);
   LogInfo("unmounted %s", options.mountpoint);
   if (ret != 0) return absl::InternalError("FUSE loop ended with an error");

@@ -209,6 +209,29 @@ void CallGate::Submit(std::function<void()> prologue,
   job->done(-ENOTCONN, true);
 }
 
+void CallGate::SubmitHere(std::function<void(Finish)> start, Done done) {
+  auto job = std::make_shared<Job>();
+  job->done = std::move(done);
+  bool entered = false;
+  {
+    fgds::MutexLock lock(&state_->mu);
+    if (!state_->dead) {
+      job->since = Clock::now();
+      state_->in_flight.push_back(job);
+      job->at = std::prev(state_->in_flight.end());
+      entered = true;
+    }
+  }
+  if (!entered) {
+    job->done(-ENOTCONN, true);
+    return;
+  }
+  // Answered by Finish, unless the watchdog took the job meanwhile.
+  start([state = state_, job](int64_t result) {
+    State::Finish(state, job, result);
+  });
+}
+
 int64_t CallGate::Run(std::function<int64_t()> call) {
   struct Wait {
     fgds::Mutex mu;

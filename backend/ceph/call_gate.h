@@ -62,6 +62,15 @@ class CallGate {
   void Submit(std::function<void()> prologue, std::function<void(Finish)> start,
               Done done);
 
+  // The same as Submit, but `start` runs here, on the calling thread (a
+  // caller that lends its thread: one hand-off less), after the call was
+  // entered among those the watchdog watches. Should the gate give up on
+  // it, `done` is called (gave_up true) on the watchdog's thread while
+  // this thread is still inside `start`, and the caller must not touch what
+  // `done` answers for: this thread may come back any time later, or never.
+  // At once -ENOTCONN (gave_up true, start not run) when already dead.
+  void SubmitHere(std::function<void(Finish)> start, Done done);
+
   bool dead() const;
 
  private:

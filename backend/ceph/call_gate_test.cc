@@ -189,5 +189,80 @@ TEST(CallGateTest, DestructorWaitsForCallsInFlight) {
   EXPECT_EQ(finished.load(), 4);
 }
 
+// SubmitHere runs the call on the calling thread, watched like any other:
+// answered by the call itself while the gate lives; when it hangs, the
+// watchdog answers it (ENOTCONN, given up) while the thread is still held,
+// and the call's late answer is dropped; once dead, no call starts.
+TEST(CallGateTest, CallsOnTheCallersThreadAreWatchedToo) {
+  CallGate gate(1, milliseconds(300), "test");
+  std::thread::id ran_on;
+  int64_t got = 0;
+  gate.SubmitHere(
+      [&](CallGate::Finish finish) {
+        ran_on = std::this_thread::get_id();
+        finish(7);
+      },
+      [&](int64_t result, bool gave_up) {
+        EXPECT_FALSE(gave_up);
+        got = result;
+      });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_EQ(got, 7);
+
+  // A call that hangs on its caller's thread: answered within the timeout
+  // (and a watchdog period), from another thread, while it still hangs.
+  auto latch = std::make_shared<Latch>();
+  struct Answer {
+    fgds::Mutex mu;
+    fgds::CondVar cv;
+    int calls ABSL_GUARDED_BY(mu) = 0;
+    int64_t result ABSL_GUARDED_BY(mu) = 0;
+    bool gave_up ABSL_GUARDED_BY(mu) = false;
+  };
+  auto answer = std::make_shared<Answer>();
+  std::atomic<bool> returned{false};
+  auto start = Clock::now();
+  std::thread caller([&gate, latch, answer, &returned] {
+    gate.SubmitHere(
+        [latch](CallGate::Finish finish) {
+          latch->Wait();
+          finish(1);  // too late: dropped
+        },
+        [answer](int64_t result, bool gave_up) {
+          fgds::MutexLock lock(&answer->mu);
+          ++answer->calls;
+          answer->result = result;
+          answer->gave_up = gave_up;
+          answer->cv.SignalAll();
+        });
+    returned = true;
+  });
+  {
+    fgds::MutexLock lock(&answer->mu);
+    while (answer->calls == 0) answer->cv.Wait(&answer->mu);
+    EXPECT_EQ(answer->result, -ENOTCONN);
+    EXPECT_TRUE(answer->gave_up);
+  }
+  EXPECT_LT(Seconds(start), 2.0);
+  EXPECT_FALSE(returned.load());  // the call still holds its thread
+  EXPECT_TRUE(gate.dead());
+  // Dead: a later call is answered at once, never started.
+  bool started = false;
+  int64_t later = 0;
+  gate.SubmitHere([&](CallGate::Finish) { started = true; },
+                  [&](int64_t result, bool gave_up) {
+                    EXPECT_TRUE(gave_up);
+                    later = result;
+                  });
+  EXPECT_FALSE(started);
+  EXPECT_EQ(later, -ENOTCONN);
+  // The hung call comes back: its answer goes nowhere.
+  latch->Open();
+  caller.join();
+  fgds::MutexLock lock(&answer->mu);
+  EXPECT_EQ(answer->calls, 1);
+  EXPECT_EQ(answer->result, -ENOTCONN);
+}
+
 }  // namespace
 }  // namespace fgds::backend

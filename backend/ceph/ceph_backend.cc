@@ -45,6 +45,9 @@ struct CephFile {
   NodeId node;
   bool holds_lookup;
   uint64_t granule;  // object_split.h: where large I/O is cut (0: never)
+  // The kernel may keep the node's cached pages at this open (KeepCache):
+  // the file is unchanged since the last open that looked (CacheStamp).
+  bool keep_cache = false;
 };
 struct CephDir {
   ceph_dir_result* dirp;
@@ -106,7 +109,7 @@ class CephBackend : public Backend {
         root_ino_(root_ino),
         agents_(std::move(agents)),
         pool_(std::make_unique<IoPool>(io_threads)) {
-    nodes_[kCephRootNode] = {root, 1};
+    nodes_[kCephRootNode] = Node{root, 1, false, {}};
     // Ceph tells its client when it revokes the capabilities that let it
     // cache a file's data or a name; the client passes that on to the
     // kernel's caches of this mount (SetCacheEvents, docs/remote.md).
@@ -136,7 +139,8 @@ class CephBackend : public Backend {
         " split_pieces=", split_pieces_.load(std::memory_order_relaxed),
         " inval_data=", inode_invalidations_.load(std::memory_order_relaxed),
         " inval_names=", entry_invalidations_.load(std::memory_order_relaxed),
-        "\n", agents_ != nullptr ? agents_->StatsText() : std::string());
+        " kept_cache_opens=", kept_opens_.load(std::memory_order_relaxed), "\n",
+        agents_ != nullptr ? agents_->StatsText() : std::string());
   }
   bool WantsRequestCaller() const override { return true; }
   // libcephfs copies every byte with the CPU (until the RDMA edge).
@@ -404,7 +408,9 @@ class CephBackend : public Backend {
 
   int Open(NodeId node, int flags, File** out) override {
     CallPerm perm(perms_);
-    return OpenFile(node, flags, false, perm.get(), out);
+    int res = OpenFile(node, flags, false, perm.get(), out);
+    if (res == 0) Of(*out)->keep_cache = UnchangedSinceLastOpen(*out, flags);
+    return res;
   }
 
   int OpenNode(NodeId node, int flags, File** out) override {
@@ -555,10 +561,11 @@ class CephBackend : public Backend {
   off_t Lseek(File* file, off_t offset, int whence) override {
     return ceph_ll_lseek(cmount_, Of(file)->fh, offset, whence);
   }
-  // Another client may have changed the file: drop the cached pages at
-  // every open (close-to-open, docs/remote.md); within an open, Ceph's
-  // revocations reach the kernel through the callbacks.
-  bool KeepCache(File*) override { return false; }
+  // Close-to-open (docs/remote.md): the kernel keeps the file's cached
+  // pages at an open only where the file is unchanged since the last open
+  // (UnchangedSinceLastOpen); within an open, Ceph's revocations reach the
+  // kernel through the callbacks.
+  bool KeepCache(File* file) override { return Of(file)->keep_cache; }
   NodeId NodeOf(File* file) override { return Of(file)->node; }
 
   int OpenDir(NodeId node, Dir** out) override {
@@ -601,9 +608,28 @@ class CephBackend : public Backend {
   }
 
  private:
+  // What an open saw of a file (UnchangedSinceLastOpen): Ceph's change
+  // attribute (bumped by every write and attribute change of any client),
+  // with times and size for good measure.
+  struct CacheStamp {
+    uint64_t version = 0;
+    struct timespec mtime = {};
+    struct timespec ctime = {};
+    uint64_t size = 0;
+    bool operator==(const CacheStamp& o) const {
+      return version == o.version && mtime.tv_sec == o.mtime.tv_sec &&
+             mtime.tv_nsec == o.mtime.tv_nsec &&
+             ctime.tv_sec == o.ctime.tv_sec &&
+             ctime.tv_nsec == o.ctime.tv_nsec && size == o.size;
+    }
+  };
   struct Node {
     Inode* in;
     uint64_t lookups;
+    // The stamp the last open of the node took (known false: none since
+    // the kernel may have cached pages that no stamp covers).
+    bool stamp_known = false;
+    CacheStamp stamp;
   };
 
   // A request cut at its objects (SubmitIo): its pieces' results, and how
@@ -630,7 +656,14 @@ class CephBackend : public Backend {
   // readers of this mount would keep the old bytes.
   void InodeInvalidated(uint64_t ino, int64_t offset, int64_t len) {
     const NodeId node = NodeOfIno(ino, root_ino_);
-    if (!Known(node)) return;  // the kernel caches nothing of it
+    {
+      fgds::MutexLock lock(&mu_);
+      auto it = nodes_.find(node);
+      if (it == nodes_.end()) return;  // the kernel caches nothing of it
+      // The next open keeps no pages, whatever it sees (belt and braces:
+      // the change that made Ceph revoke changes the stamp too).
+      it->second.stamp_known = false;
+    }
     fgds::MutexLock lock(&events_mu_);
     if (events_ == nullptr) return;
     inode_invalidations_.fetch_add(1, std::memory_order_relaxed);
@@ -686,7 +719,7 @@ class CephBackend : public Backend {
     bool known = false;
     {
       fgds::MutexLock lock(&mu_);
-      auto [it, inserted] = nodes_.try_emplace(node, Node{in, 0});
+      auto [it, inserted] = nodes_.try_emplace(node, Node{in, 0, false, {}});
       ++it->second.lookups;
       known = !inserted;
     }
@@ -716,6 +749,43 @@ class CephBackend : public Backend {
     if (res < 0) return res;
     *out = Handle(new CephFile{fh, in, node, holds_lookup, GranuleOf(in)});
     return 0;
+  }
+
+  // Whether the kernel may keep the pages it cached of `file`'s node
+  // before this open: the file's stamp now equals the one the node's last
+  // open took (and every open takes one), so no client changed the file in
+  // between. Pages cached since that open are then as current as the
+  // stamp: a change by anyone bumps Ceph's change attribute. The stamp is
+  // coherent when read: libcephfs answers from its cache only while it
+  // holds the shared caps that Ceph revokes before any other client may
+  // change those fields; else it asks the MDS, which first recalls other
+  // clients' write caps (they flush their data and attributes). A
+  // write-only open keeps nothing and takes no stamp (its opener reads
+  // nothing, and asking the MDS while another client reads the file would
+  // pull both clients out of their caching modes for nothing).
+  bool UnchangedSinceLastOpen(File* file, int flags) {
+    CephFile* f = Of(file);
+    const bool stamps = (flags & O_ACCMODE) != O_WRONLY;
+    struct ceph_statx stx = {};
+    const bool got =
+        stamps && ceph_ll_getattr(cmount_, f->in, &stx,
+                                  CEPH_STATX_VERSION | CEPH_STATX_MTIME |
+                                      CEPH_STATX_CTIME | CEPH_STATX_SIZE,
+                                  0, perms_) == 0;
+    CacheStamp now;
+    now.version = stx.stx_version;
+    now.mtime = stx.stx_mtime;
+    now.ctime = stx.stx_ctime;
+    now.size = stx.stx_size;
+    fgds::MutexLock lock(&mu_);
+    auto it = nodes_.find(f->node);
+    if (it == nodes_.end()) return false;
+    Node& node = it->second;
+    const bool same = got && node.stamp_known && node.stamp == now;
+    node.stamp_known = got;
+    node.stamp = now;
+    if (same) kept_opens_.fetch_add(1, std::memory_order_relaxed);
+    return same;
   }
 
   static bool ByAgent(IoPath path) {
@@ -902,7 +972,8 @@ class CephBackend : public Backend {
   std::atomic<uint64_t> split_pieces_{0};
   std::atomic<uint64_t> inode_invalidations_{0};
   std::atomic<uint64_t> entry_invalidations_{0};
-  std::unique_ptr<IoPool> pool_;  // reset (drained) before the unmount
+  std::atomic<uint64_t> kept_opens_{0};  // opens that kept the kernel's pages
+  std::unique_ptr<IoPool> pool_;         // reset (drained) before the unmount
 };
 
 }  // namespace
@@ -964,7 +1035,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCephBackend(
       cmount, root, stx.stx_ino, options.io_threads, std::move(agents)));
   if (options.call_timeout_ms == 0) return backend;
   return GuardBackend(std::move(backend), options.gate_threads,
-                      std::chrono::milliseconds(options.call_timeout_ms));
+                      std::chrono::milliseconds(options.call_timeout_ms),
+                      options.here_reads);
 }
 
 }  // namespace fgds::backend

@@ -47,6 +47,11 @@ struct CephOptions {
   unsigned call_timeout_ms = 120000;
   // Calls that may wait on the cluster at once behind the gate.
   unsigned gate_threads = 32;
+  // Reads (the FUSE layer's) that may run on the thread that submitted
+  // them, at once, instead of on a gate thread (guarded_backend.h): one
+  // hand-off less each. A dead cluster keeps up to this many of those
+  // threads: keep it below the FUSE threads' number. 0: none.
+  unsigned here_reads = 0;
   // Storage-side agents (`fgds mount --agents`, docs/agent.md) that serve
   // the file data of reads and writes, each extent by the agent on its
   // primary OSD's host; libcephfs serves what no agent answers. Empty:

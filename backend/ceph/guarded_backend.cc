@@ -1,5 +1,6 @@
 #include "backend/ceph/guarded_backend.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -31,9 +32,10 @@ struct DataCall {
 class GuardedBackend : public Backend {
  public:
   GuardedBackend(std::unique_ptr<Backend> inner, unsigned threads,
-                 std::chrono::milliseconds timeout)
+                 std::chrono::milliseconds timeout, unsigned here_calls)
       : inner_(inner.release()),
         timeout_(timeout),
+        here_limit_(here_calls),
         gate_(std::make_unique<CallGate>(threads, timeout,
                                          "ceph: " + inner_->EngineName())),
         buffers_(BounceBuffers::Create(threads)) {}
@@ -58,6 +60,7 @@ class GuardedBackend : public Backend {
 
   NodeId root() const override { return inner_->root(); }
   std::string EngineName() const override { return inner_->EngineName(); }
+  bool LeftThreadsBehind() const override { return gate_->dead(); }
   bool WantsRequestCaller() const override {
     return inner_->WantsRequestCaller();
   }
@@ -65,9 +68,10 @@ class GuardedBackend : public Backend {
     return inner_->ReachesDeviceMemory();
   }
   std::string StatsText() const override {
-    return absl::StrCat(inner_->StatsText(),
-                        "# ceph-gate: timeout_ms=", timeout_.count(),
-                        " dead=", gate_->dead() ? 1 : 0, "\n");
+    return absl::StrCat(
+        inner_->StatsText(), "# ceph-gate: timeout_ms=", timeout_.count(),
+        " dead=", gate_->dead() ? 1 : 0,
+        " reads_here=", reads_here_.load(std::memory_order_relaxed), "\n");
   }
   void SetCacheEvents(CacheEvents* events) override {
     inner_->SetCacheEvents(events);
@@ -262,19 +266,25 @@ class GuardedBackend : public Backend {
         continue;
       }
       std::shared_ptr<DataCall> call = Prepare(request);
-      gate_->Submit(
-          CopyIn(call),
-          [call, in = inner_](CallGate::Finish finish) {
-            finish(Move(in, call.get()));
-          },
-          [call](int64_t result, bool gave_up) {
-            // Not given up: inside the call's Finish, its data still there.
-            // Given up: the call may still run; nothing of its is read.
-            FileIoCompletion* completion = call->request.completion;
-            completion->set_path(gave_up ? IoPath::kNone
-                                         : Deliver(*call, result));
-            completion->Complete(result);
-          });
+      auto start = [call, in = inner_](CallGate::Finish finish) {
+        finish(Move(in, call.get()));
+      };
+      auto done = [call](int64_t result, bool gave_up) {
+        // Not given up: inside the call's Finish, its data still there.
+        // Given up: the call may still run; nothing of its is read.
+        FileIoCompletion* completion = call->request.completion;
+        completion->set_path(gave_up ? IoPath::kNone : Deliver(*call, result));
+        completion->Complete(result);
+      };
+      if (batch.size() == 1 && RunsHere(request) && TakeHereSlot()) {
+        reads_here_.fetch_add(1, std::memory_order_relaxed);
+        gate_->SubmitHere(std::move(start), std::move(done));
+        // Not reached while the call holds this thread: its slot stays
+        // taken, which is what bounds the threads a dead cluster keeps.
+        here_in_use_.fetch_sub(1, std::memory_order_acq_rel);
+        continue;
+      }
+      gate_->Submit(CopyIn(call), std::move(start), std::move(done));
     }
   }
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
@@ -406,6 +416,20 @@ class GuardedBackend : public Backend {
     return c != nullptr ? std::make_shared<Caller>(*c) : nullptr;
   }
 
+  // Whether `request` may run on the submitting thread (the class
+  // comment): a read into plain memory, where the caller lends its thread.
+  bool RunsHere(const FileIoRequest& request) const {
+    return here_limit_ != 0 && request.op == FileOp::kRead &&
+           request.region == nullptr;
+  }
+  bool TakeHereSlot() {
+    if (here_in_use_.fetch_add(1, std::memory_order_acq_rel) < here_limit_) {
+      return true;
+    }
+    here_in_use_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+
   // Host memory (or none) is bounced; device memory the inner backend
   // refuses at once, with nothing to bounce.
   static bool Bounced(const FileIoRequest& request) {
@@ -469,17 +493,23 @@ class GuardedBackend : public Backend {
   // Owned; never deleted once the gate is dead (see the destructor).
   Backend* const inner_;
   const std::chrono::milliseconds timeout_;
+  const unsigned here_limit_;  // the most reads on submitting threads
   std::unique_ptr<CallGate> gate_;
   // Shared with the calls in flight (DataCall), which may outlive us.
   const std::shared_ptr<BounceBuffers> buffers_;
+  // Reads running on their submitting threads (RunsHere).
+  std::atomic<unsigned> here_in_use_{0};
+  std::atomic<uint64_t> reads_here_{0};  // for StatsText
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> GuardBackend(std::unique_ptr<Backend> inner,
                                       unsigned threads,
-                                      std::chrono::milliseconds timeout) {
-  return std::make_unique<GuardedBackend>(std::move(inner), threads, timeout);
+                                      std::chrono::milliseconds timeout,
+                                      unsigned here_calls) {
+  return std::make_unique<GuardedBackend>(std::move(inner), threads, timeout,
+                                          here_calls);
 }
 
 }  // namespace fgds::backend

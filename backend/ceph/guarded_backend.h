@@ -15,6 +15,15 @@
 //
 // The request caller (request_caller.h) moves to the gate thread with the
 // call.
+//
+// Reads submitted one at a time into plain memory (no MemoryRegion: the
+// FUSE layer's reads) may instead run on the submitting thread, as
+// ceph-fuse runs its calls (CallGate::SubmitHere): no hand-off, and the
+// reply leaves from that thread. Still bounced and still watched: should
+// the gate give up, the watchdog answers the request, and the thread stays
+// where the call holds it. At most `here_calls` such calls at once (the
+// rest go to the gate's threads), so that a dead cluster holds at most
+// that many of the caller's threads (FUSE's: keep it below their number).
 #ifndef FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
 #define FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
 
@@ -26,10 +35,12 @@
 namespace fgds::backend {
 
 // `threads`: the calls that may run at once (more wait in the gate's
-// queue, and their wait counts towards the timeout).
+// queue, and their wait counts towards the timeout); `here_calls`: reads
+// that may run on their submitting threads at once (0: none, above).
 std::unique_ptr<Backend> GuardBackend(std::unique_ptr<Backend> inner,
                                       unsigned threads,
-                                      std::chrono::milliseconds timeout);
+                                      std::chrono::milliseconds timeout,
+                                      unsigned here_calls = 0);
 
 }  // namespace fgds::backend
 

@@ -224,5 +224,95 @@ TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
   EXPECT_EQ(state->written, std::string(8192, 'w'));
 }
 
+// With here_calls, a read submitted alone into plain memory runs on the
+// submitting thread (at most here_calls at once; the others on the gate's
+// threads), bounced all the same: when the store hangs, the request is
+// answered ENOTCONN from the watchdog while its thread is still held, and
+// the late answer never reaches the caller's memory.
+TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
+  class ThreadRecorder : public FileIoCompletion {
+   public:
+    void Complete(int64_t result) override {
+      fgds::MutexLock lock(&mu_);
+      thread_ = std::this_thread::get_id();
+      result_ = result;
+      done_ = true;
+      cv_.Signal();
+    }
+    int64_t Wait(std::thread::id* thread) {
+      fgds::MutexLock lock(&mu_);
+      while (!done_) cv_.Wait(&mu_);
+      *thread = thread_;
+      return result_;
+    }
+
+   private:
+    fgds::Mutex mu_;
+    fgds::CondVar cv_;
+    bool done_ ABSL_GUARDED_BY(mu_) = false;
+    int64_t result_ ABSL_GUARDED_BY(mu_) = 0;
+    std::thread::id thread_ ABSL_GUARDED_BY(mu_);
+  };
+  auto state = std::make_shared<StallingStore::State>();
+  auto* store = new StallingStore(state);
+  auto backend = GuardBackend(std::unique_ptr<Backend>(store), 2,
+                              milliseconds(400), /*here_calls=*/1);
+  std::vector<char> buf(4096, 'c');
+  ThreadRecorder here;
+  FileIoRequest r = Request(FileOp::kRead, buf, &here);
+  backend->SubmitIo({&r, 1});
+  std::thread::id answered_on;
+  EXPECT_EQ(here.Wait(&answered_on), 4096);
+  EXPECT_EQ(answered_on, std::this_thread::get_id());
+  EXPECT_EQ(buf, std::vector<char>(4096, 'r'));
+  // Writes go to the gate's threads.
+  std::vector<char> data(4096, 'w');
+  ThreadRecorder write;
+  FileIoRequest w = Request(FileOp::kWrite, data, &write);
+  backend->SubmitIo({&w, 1});
+  EXPECT_EQ(write.Wait(&answered_on), 4096);
+  EXPECT_NE(answered_on, std::this_thread::get_id());
+
+  // The store hangs: one read holds its thread (the budget), the next goes
+  // to a gate thread; both are answered ENOTCONN.
+  {
+    fgds::MutexLock lock(&state->mu);
+    state->open = false;
+  }
+  std::vector<char> held_buf(4096, 'c'), other_buf(4096, 'c');
+  ThreadRecorder held, other;
+  std::atomic<bool> returned{false};
+  std::thread holder([&] {
+    FileIoRequest h = Request(FileOp::kRead, held_buf, &held);
+    backend->SubmitIo({&h, 1});
+    returned = true;
+  });
+  while (state->running.load() < 3)
+    std::this_thread::sleep_for(milliseconds(1));
+  FileIoRequest o = Request(FileOp::kRead, other_buf, &other);
+  backend->SubmitIo({&o, 1});  // returns at once: not on this thread
+  EXPECT_EQ(held.Wait(&answered_on), -ENOTCONN);
+  EXPECT_NE(answered_on, std::this_thread::get_id());
+  EXPECT_EQ(other.Wait(&answered_on), -ENOTCONN);
+  EXPECT_FALSE(returned.load());
+  EXPECT_TRUE(backend->LeftThreadsBehind());
+  // The store answers late (the holding thread then comes back, into the
+  // backend: so it goes after).
+  {
+    fgds::MutexLock lock(&state->mu);
+    state->open = true;
+    state->cv.SignalAll();
+  }
+  holder.join();
+  backend.reset();  // dead: leaves the store to the parked calls
+  for (int i = 0; i < 200 && state->finished.load() < 4; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(state->finished.load(), 4);
+  delete store;
+  EXPECT_EQ(held_buf, std::vector<char>(4096, 'c'));
+  EXPECT_EQ(other_buf, std::vector<char>(4096, 'c'));
+}
+
 }  // namespace
 }  // namespace fgds::backend

@@ -13,7 +13,11 @@
 # CephFS client is left out where the running kernel lacks it (no "ceph" in
 # /proc/filesystems; modules cannot be loaded here). fgds-cold-posix reads
 # libcephfs's files through the fgds mount, cold as libcephfs-cold is;
-# reads get a second ratio, over libcephfs-cold.
+# reads get a second ratio, over libcephfs-cold. BENCH_BEFORE=FGDS_BINARY
+# adds the way "before": posix and usrbio through a mount of that binary
+# (an earlier build), for a before/after comparison on one cluster.
+# BENCH_MOUNT_ARGS: extra `fgds mount` options for the fgds way (e.g.
+# --writeback-cache), to compare a setting against "before".
 #
 #   tests/ceph/bench.sh BUILD_DIR      (as root; ceph packages and ceph-fuse)
 # Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M),
@@ -27,6 +31,11 @@ size=${BENCH_SIZE:-256M}
 rsize=${BENCH_RAND_SIZE:-64M}
 ways=${BENCH_WAYS:-fgds agents ceph-fuse}
 fgds=$build/tools/fgds
+before=${BENCH_BEFORE:-}
+if [ -n "$before" ]; then
+  [ -x "$before" ] || { echo "bench: BENCH_BEFORE=$before is not executable" >&2; exit 1; }
+  [[ " $ways " == *" before "* ]] || ways="$ways before"
+fi
 baseline=$build/tests/ceph/cephfs_baseline
 for f in "$fgds" "$baseline"; do
   [ -x "$f" ] || { echo "bench: $f not built" >&2; exit 1; }
@@ -41,17 +50,26 @@ agent_pid=
 cleanup() {
   umount "$T/fgds" 2>/dev/null || umount -l "$T/fgds" 2>/dev/null || true
   umount "$T/fgds-agents" 2>/dev/null || umount -l "$T/fgds-agents" 2>/dev/null || true
+  umount "$T/fgds-before" 2>/dev/null || umount -l "$T/fgds-before" 2>/dev/null || true
   [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null || true
   umount "$T/cf" 2>/dev/null || umount -l "$T/cf" 2>/dev/null || true
   "$here/stop-cluster.sh" "$D"
   rm -rf "$T"
 }
 trap cleanup EXIT
-mkdir -p "$T/cf" "$T/fgds" "$T/fgds-agents" "$T/data"
+mkdir -p "$T/cf" "$T/fgds" "$T/fgds-agents" "$T/fgds-before" "$T/data"
 ceph-fuse -c "$conf" --log_file="$D/log/ceph-fuse.log" "$T/cf" >/dev/null
 mkdir "$T/cf/bench" "$T/cf/bench-agents"
+# shellcheck disable=SC2086 # options, split on purpose
 "$fgds" mount --backend ceph --ceph-conf "$conf" --ceph-root /bench \
-  --data "$T/data" "$T/fgds"
+  --data "$T/data" ${BENCH_MOUNT_ARGS:-} "$T/fgds"
+mounts=("$T/fgds" "$T/fgds-agents")
+if [ -n "$before" ]; then
+  # The whole file system: its cold reads below find the baseline's files.
+  "$before" mount --backend ceph --ceph-conf "$conf" \
+    --data "$T/data" "$T/fgds-before"
+  mounts+=("$T/fgds-before")
+fi
 # An agent of the whole file system on this host, and a mount using it.
 head -c 48 /dev/urandom | base64 >"$T/agent.key"
 chmod 600 "$T/agent.key"
@@ -63,7 +81,7 @@ agent=$(sed -n '1s/.* on \([^ ]*\) .*/\1/p' "$T/agent.out")
 [ -n "$agent" ] || { echo "bench: the agent did not start:" >&2; cat "$T/agent.out" >&2; exit 1; }
 "$fgds" mount --backend ceph --ceph-conf "$conf" --ceph-root /bench-agents \
   --agents "$agent" --agent-key "$T/agent.key" --data "$T/data" "$T/fgds-agents"
-for m in "$T/fgds" "$T/fgds-agents"; do
+for m in "${mounts[@]}"; do
   for _ in $(seq 100); do
     [ "$(stat -f -c %T "$m")" = fuseblk ] || [ "$(stat -f -c %T "$m")" = fuse ] && break
     sleep 0.1
@@ -82,6 +100,8 @@ for spec in "seq 1M $size" "rand 4K $rsize"; do
       args=(--mount "$T/fgds" --modes posix,usrbio)
     elif [ $way = agents ]; then
       args=(--mount "$T/fgds-agents" --modes posix,usrbio)
+    elif [ $way = before ]; then
+      args=(--mount "$T/fgds-before" --modes posix,usrbio)
     else
       args=(--mount "$T/cf/bench" --no-mount-check --modes posix)
     fi
@@ -117,10 +137,12 @@ done
 # libcephfs-cold's fresh session, and the kernel never cached them on this
 # mount): the fair pair to libcephfs-cold, where fgds-posix pairs with
 # libcephfs (both read back what their own client just wrote).
-if [[ " $ways " == *" fgds "* ]]; then
+for way in fgds before; do
+  [[ " $ways " == *" $way "* ]] || continue
+  dir=$T/fgds/; [ $way = before ] && dir=$T/fgds-before/bench/
   for spec in "seq 1048576 $(to_bytes "$size")" "rand 4096 $(to_bytes "$rsize")"; do
     read -r pattern bs sz <<<"$spec"
-    python3 - "$T/fgds/baseline.$pattern" "$pattern" "$bs" "$sz" <<'PY' |
+    python3 - "${dir}baseline.$pattern" "$pattern" "$bs" "$sz" <<'PY' |
 import os, random, sys, time
 path, pattern, bs, size = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 fd = os.open(path, os.O_RDONLY)
@@ -134,9 +156,9 @@ for i in range(blocks):
 secs = time.monotonic() - start
 print("read", pattern, size / secs / 1e6, blocks / secs)
 PY
-      awk '{print "fgds-cold-posix", $1, $2, $3, $4}' >>"$rows"
+      awk -v w="$way" '{print w "-cold-posix", $1, $2, $3, $4}' >>"$rows"
   done
-fi
+done
 
 grep '^# agent' "$T/fgds-agents/.fgds/stats" || true
 echo "CephFS ways in, one cluster ($(ceph --conf "$conf" osd stat 2>/dev/null | head -1)); $size seq, $rsize rand"
@@ -152,8 +174,9 @@ print(f"{'test':<12}{'way':<16}{'MB/s':>9}{'IOPS':>10}{'vs libcephfs':>14}{'vs c
 for (op, pattern), ways in sorted(rows.items()):
     base = ways.get("libcephfs")
     cold = ways.get("libcephfs-cold")
-    for name in ("libcephfs", "libcephfs-cold", "ceph-fuse", "fgds-posix",
-                 "fgds-usrbio", "fgds-cold-posix", "agents-posix",
+    for name in ("libcephfs", "libcephfs-cold", "ceph-fuse", "before-posix",
+                 "fgds-posix", "before-usrbio", "fgds-usrbio",
+                 "before-cold-posix", "fgds-cold-posix", "agents-posix",
                  "agents-usrbio"):
         if name not in ways: continue
         mbs, iops = ways[name]

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
 #include "tests/integration/usrbio_harness.h"
+#include "tests/lib/mount_features.h"
 
 namespace fgds::testing {
 namespace {
@@ -57,25 +58,46 @@ class CephCoherenceTest : public CephTest {
     return MatchesPattern(data.data(), data.size(), v, 0);
   }
 
-  // inval_data of `mountpoint`'s /.fgds/stats: invalidations the ceph
-  // backend passed to the kernel.
-  static uint64_t InvalData(const std::string& mountpoint) {
+  // A counter of the "# ceph:" line of `mountpoint`'s /.fgds/stats, e.g.
+  // inval_data (invalidations the ceph backend passed to the kernel).
+  static uint64_t CephCounter(const std::string& mountpoint,
+                              const std::string& name) {
     std::string stats(8192, '\0');
     int fd = open((mountpoint + "/.fgds/stats").c_str(), O_RDONLY);
     if (fd < 0) return 0;
     ssize_t n = read(fd, stats.data(), stats.size());
     close(fd);
     stats.resize(n > 0 ? static_cast<size_t>(n) : 0);
-    size_t at = stats.find(" inval_data=");
-    return at == std::string::npos ? 0 : std::stoull(stats.substr(at + 12));
+    const std::string key = " " + name + "=";
+    size_t at = stats.find(key);
+    return at == std::string::npos ? 0
+                                   : std::stoull(stats.substr(at + key.size()));
+  }
+  static uint64_t InvalData(const std::string& mountpoint) {
+    return CephCounter(mountpoint, "inval_data");
+  }
+  // Reads of `path` through a fresh descriptor, as FUSE read requests that
+  // reached the mount's daemon (the kernel's cache served the others), and
+  // whether it held version `v`.
+  static uint64_t ReadsToDaemon(const std::string& mountpoint,
+                                const std::string& path, uint64_t v,
+                                bool* held) {
+    // Reading the stats is a read of the mount too: count what one costs.
+    const uint64_t first = MountCounter(mountpoint, "read");
+    const uint64_t before = MountCounter(mountpoint, "read");
+    const uint64_t own = before - first;
+    int fd = open(path.c_str(), O_RDONLY);
+    *held = fd >= 0 && HoldsVersion(fd, v);
+    if (fd >= 0) close(fd);
+    return MountCounter(mountpoint, "read") - before - own;
   }
 
   std::unique_ptr<MountedFs> b_;
 };
 
 // Close-to-open: after A's close, B's next open reads the new bytes at
-// once (the daemon drops cached pages at every open; Ceph's capabilities
-// make B's libcephfs fetch them).
+// once (the file's change attribute moved, so B's daemon drops the cached
+// pages at that open; Ceph's capabilities make B's libcephfs fetch them).
 TEST_F(CephCoherenceTest, OpenAfterCloseReadsTheNewData) {
   for (uint64_t v = 1; v <= 6; ++v) {
     WriteVersion(OnA("f"), v);
@@ -84,6 +106,52 @@ TEST_F(CephCoherenceTest, OpenAfterCloseReadsTheNewData) {
     EXPECT_TRUE(HoldsVersion(fd, v)) << "version " << v;
     close(fd);
   }
+}
+
+// Close-to-open without fetching again what did not change: B's reopen of
+// a file nobody changed keeps the pages B's kernel cached (no read reaches
+// B's daemon); once A rewrote the file, B's next open drops them and reads
+// the new bytes; a later one keeps those.
+TEST_F(CephCoherenceTest, PagesSurviveReopenUntilAnotherMountWrites) {
+  WriteVersion(OnA("f"), 1);
+  bool held = false;
+  EXPECT_GT(ReadsToDaemon(b_->mountpoint(), OnB("f"), 1, &held), 0u);
+  ASSERT_TRUE(held);
+  const uint64_t kept = CephCounter(b_->mountpoint(), "kept_cache_opens");
+  EXPECT_EQ(ReadsToDaemon(b_->mountpoint(), OnB("f"), 1, &held), 0u)
+      << "B's reopen of an unchanged file read it again";
+  EXPECT_TRUE(held);
+  EXPECT_EQ(CephCounter(b_->mountpoint(), "kept_cache_opens"), kept + 1);
+  for (uint64_t v = 2; v <= 4; ++v) {
+    WriteVersion(OnA("f"), v);
+    EXPECT_GT(ReadsToDaemon(b_->mountpoint(), OnB("f"), v, &held), 0u)
+        << "version " << v;
+    EXPECT_TRUE(held) << "B read stale pages at its open after A's close, "
+                      << "version " << v;
+    // A's release reaches Ceph after its close returned, and may still
+    // move the stamp (the conservative way: one more drop); then it keeps.
+    int reopens = 0;
+    bool kept_pages = false;
+    while (!kept_pages && ++reopens <= 3) {
+      kept_pages = ReadsToDaemon(b_->mountpoint(), OnB("f"), v, &held) == 0;
+      EXPECT_TRUE(held) << "version " << v;
+      if (!kept_pages)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_TRUE(kept_pages)
+        << "B's reopens of version " << v << " never kept its pages";
+  }
+  // A's truncate (size and change attribute) drops them as well.
+  ASSERT_EQ(truncate(OnA("f").c_str(), 0), 0);
+  int fd = open(OnA("f").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  std::vector<char> data(kFileSize);
+  FillPattern(data.data(), data.size(), 9, 0);
+  ASSERT_EQ(pwrite(fd, data.data(), data.size(), 0),
+            static_cast<ssize_t>(data.size()));
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_GT(ReadsToDaemon(b_->mountpoint(), OnB("f"), 9, &held), 0u);
+  EXPECT_TRUE(held) << "B kept pages across A's truncate and rewrite";
 }
 
 // B keeps the file open and its pages cached; A rewrites it and closes.

@@ -247,7 +247,8 @@ TEST_F(CephMountTest, LargeFileRandomOffsetsByteForByte) {
     ASSERT_TRUE(got == model.substr(off, len)) << "mismatch at " << off;
   }
   close(fd);
-  // A fresh open drops the mount's cached pages (KeepCache is false).
+  // A fresh open: the writes moved the file's stamp, so the mount's cached
+  // pages go (KeepCache, docs/remote.md) and the read comes from Ceph.
   std::string all = ReadAll(path);
   ASSERT_EQ(all.size(), kSize);
   EXPECT_TRUE(all == model);
