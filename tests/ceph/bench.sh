@@ -18,6 +18,16 @@
 # (an earlier build), for a before/after comparison on one cluster.
 # BENCH_MOUNT_ARGS: extra `fgds mount` options for the fgds way (e.g.
 # --writeback-cache), to compare a setting against "before".
+# BENCH_CPU=1 adds a CPU report: the daemon's CPU per request of every fgds
+# and agents row (fgds bench's daemon_cpu_ns_per_op: usrbio rows; its POSIX
+# rows undercount, summing live threads while libfuse's idle workers end),
+# and the agent's and
+# its daemon's CPU per agent request, by op and block size (a sampler reads
+# both processes' /proc/PID/stat (user+sys) and the mount's agent counters
+# every 50 ms while the agents way runs, and charges each interval to reads
+# or writes by which counter moved; intervals where neither or both moved
+# are shown apart). docs/remote.md ("The RDMA edge at 400 Gb/s, on paper")
+# is built on these figures.
 #
 #   tests/ceph/bench.sh BUILD_DIR      (as root; ceph packages and ceph-fuse)
 # Environment: BENCH_SIZE (default 256M), BENCH_RAND_SIZE (64M),
@@ -90,6 +100,51 @@ done
 
 rows=$T/rows
 : >"$rows"
+# BENCH_CPU's sampler (above): runs until the file STOP exists, then prints
+# one line per bucket: "BUCKET agent_ns daemon_ns requests bytes intervals".
+cpu_sampler() {
+  python3 - "$@" <<'PY'
+import os, re, sys, time
+agent, daemon, stats, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+tick_ns = 1e9 / os.sysconf("SC_CLK_TCK")
+def cpu_ns(pid):
+    # utime + stime of the whole process, ended threads included (a sum of
+    # /proc/PID/task/*/schedstat would drop a thread's time when it ends:
+    # libfuse's idle workers and the agent's connection threads do).
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * tick_ns
+def counters():
+    c = dict(reads=0, writes=0, read_bytes=0, write_bytes=0)
+    for line in open(stats):
+        if line.startswith("# agent ") and not line.startswith("# agents:"):
+            for k in c:
+                m = re.search(rf" {k}=(\d+)", line)
+                if m: c[k] += int(m.group(1))
+    return c
+buckets = {}
+prev = (cpu_ns(agent), cpu_ns(daemon), counters())
+open(stop + ".ready", "w").close()  # the bench starts after the first sample
+while True:
+    time.sleep(0.05)
+    cur = (cpu_ns(agent), cpu_ns(daemon), counters())
+    dr = cur[2]["reads"] - prev[2]["reads"]
+    dw = cur[2]["writes"] - prev[2]["writes"]
+    name = "read" if dr and not dw else "write" if dw and not dr else \
+        "mixed" if dr else "idle"
+    b = buckets.setdefault(name, [0, 0, 0, 0, 0])
+    b[0] += cur[0] - prev[0]
+    b[1] += cur[1] - prev[1]
+    b[2] += dr + dw
+    b[3] += (cur[2]["read_bytes"] - prev[2]["read_bytes"] +
+             cur[2]["write_bytes"] - prev[2]["write_bytes"])
+    b[4] += 1
+    prev = cur
+    if os.path.exists(stop): break
+for name, b in buckets.items():
+    print(name, *b)
+PY
+}
+agents_daemon_pid=$(sed -n 's/^pid=//p' "$T/fgds-agents/.fgds/session")
 # fgds bench: posix and usrbio through fgds; its posix mode again on the
 # ceph-fuse mount (--no-mount-check: not an fgds mount). --backing names
 # an unused local directory (the modes run here read no backing files).
@@ -105,9 +160,28 @@ for spec in "seq 1M $size" "rand 4K $rsize"; do
     else
       args=(--mount "$T/cf/bench" --no-mount-check --modes posix)
     fi
+    sampler=
+    if [ -n "${BENCH_CPU:-}" ] && [ $way = agents ]; then
+      rm -f "$T/cpu.stop" "$T/cpu.stop.ready"
+      cpu_sampler "$agent_pid" "$agents_daemon_pid" "$T/fgds-agents/.fgds/stats" \
+        "$T/cpu.stop" >"$T/cpu.$bs" &
+      sampler=$!
+      for _ in $(seq 100); do [ -e "$T/cpu.stop.ready" ] && break; sleep 0.1; done
+    fi
     "$fgds" bench "${args[@]}" --backing "$T/data" --pattern "$pattern" \
       --bs "$bs" --size "$sz" --cache cold --json "$T/$way.$pattern.json" \
       >"$T/$way.$pattern.txt" 2>&1 || { cat "$T/$way.$pattern.txt"; exit 1; }
+    [ -n "$sampler" ] && touch "$T/cpu.stop" && wait "$sampler"
+    if [ -n "${BENCH_CPU:-}" ] && [ $way != ceph-fuse ]; then
+      python3 - "$T/$way.$pattern.json" "$way" >>"$T/cpu.rows" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["op"] in ("read", "write") and r["daemon_cpu_ns_per_op"] is not None:
+        print(f"{sys.argv[2] + '-' + r['mode']:<16}{r['op']:<7}{r['block_size']:>9}"
+              f"{r['ops']:>9}{r['daemon_cpu_ns_per_op'] / 1000:>12.1f}"
+              f"{r['cpu_s_per_gb']:>12.2f}")
+PY
+    fi
     python3 - "$T/$way.$pattern.json" "$way" >>"$rows" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
@@ -161,6 +235,22 @@ PY
 done
 
 grep '^# agent' "$T/fgds-agents/.fgds/stats" || true
+if [ -n "${BENCH_CPU:-}" ]; then
+  echo "Daemon CPU per request (fgds bench; usrbio: per entry, posix: per application call)"
+  printf '%-16s%-7s%9s%9s%12s%12s\n' row op bs requests "daemon us" "client s/GB"
+  cat "$T/cpu.rows"
+  echo "Agent and its daemon, CPU per agent request (sampler, posix and usrbio rows together)"
+  printf '%-7s%-7s%9s%10s%12s%12s%10s\n' bs bucket requests MiB "agent us" "daemon us" "CPU s"
+  for bs in 1M 4K; do
+    [ -f "$T/cpu.$bs" ] || continue
+    while read -r name ans dns reqs bytes _; do
+      awk -v bs="$bs" -v n="$name" -v a="$ans" -v d="$dns" -v r="$reqs" -v b="$bytes" \
+        'BEGIN { printf "%-7s%-7s%9d%10.1f%12s%12s%10.2f\n", bs, n, r, b / 1048576,
+                 r ? sprintf("%.1f", a / r / 1000) : "-",
+                 r ? sprintf("%.1f", d / r / 1000) : "-", (a + d) / 1e9 }'
+    done <"$T/cpu.$bs"
+  done
+fi
 echo "CephFS ways in, one cluster ($(ceph --conf "$conf" osd stat 2>/dev/null | head -1)); $size seq, $rsize rand"
 python3 - "$rows" <<'PY'
 import sys
