@@ -560,7 +560,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   // backend keeps (stuck_threads_exit.h).
   // A signal ends the loop with the signal's number: that is a clean stop.
   auto stuck_exit = std::make_unique<StuckThreadsExit>(
-      se, fs->backend.get(), options.mountpoint, std::chrono::seconds(1));
+      se, fs->backend.get(), options.mountpoint, own_mount,
+      std::chrono::seconds(1));
   int ret = fuse_session_loop_mt(se, config);
   stuck_exit->LoopReturned();
   const bool stopped_by_signal =

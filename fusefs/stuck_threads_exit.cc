@@ -13,10 +13,12 @@ namespace fgds::fusefs {
 StuckThreadsExit::StuckThreadsExit(fuse_session* se,
                                    const backend::Backend* backend,
                                    std::string mountpoint,
+                                   std::optional<MountInfo> own_mount,
                                    std::chrono::milliseconds grace)
     : se_(se),
       backend_(backend),
       mountpoint_(std::move(mountpoint)),
+      own_mount_(std::move(own_mount)),
       grace_(grace),
       watcher_([this] { Watch(); }) {}
 
@@ -57,8 +59,13 @@ void StuckThreadsExit::Watch() {
   LogWarning(
       "the FUSE loop waits for threads the backend keeps in calls it gave up "
       "on; exiting without them");
-  // Already gone after an unmount; still there after a signal.
-  umount2(mountpoint_.c_str(), MNT_DETACH);
+  // Already gone after an unmount (and the place perhaps another daemon's
+  // by now: only our own device is detached); still there after a signal.
+  const std::optional<MountInfo> now = FindMount(mountpoint_);
+  if (own_mount_ && now && now->major == own_mount_->major &&
+      now->minor == own_mount_->minor) {
+    umount2(mountpoint_.c_str(), MNT_DETACH);
+  }
   _exit(0);
 }
 

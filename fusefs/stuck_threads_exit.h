@@ -9,9 +9,10 @@
 // the teardown is through, a thread of this class watches; when the
 // session has ended, the backend says it left threads behind, and the
 // teardown has not finished within `grace`, it logs so, detaches the mount
-// (if still there) and exits the process with status 0. What it skips has
-// nothing left to do: the backend behind the stuck calls is never torn
-// down anyway.
+// (if still ours: after an unmount, another daemon may already have
+// mounted at the same place) and exits the process with status 0. What it skips
+// has nothing left to do: the backend behind the stuck calls is never torn down
+// anyway.
 //
 // Thread safety: construct and destroy on the loop's thread.
 #ifndef FGDS_FUSEFS_STUCK_THREADS_EXIT_H_
@@ -20,18 +21,23 @@
 #include <fuse_lowlevel.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "backend/backend.h"
 #include "common/mutex.h"
+#include "fusefs/mount_table.h"
 
 namespace fgds::fusefs {
 
 class StuckThreadsExit {
  public:
+  // `own_mount`: our mount as mountinfo showed it once mounted (nullopt:
+  // never detach).
   StuckThreadsExit(fuse_session* se, const backend::Backend* backend,
-                   std::string mountpoint, std::chrono::milliseconds grace);
+                   std::string mountpoint, std::optional<MountInfo> own_mount,
+                   std::chrono::milliseconds grace);
   // The loop returned: from now on the backend may go (the teardown), so
   // its answer is taken here, once, on the loop's thread.
   void LoopReturned();
@@ -46,6 +52,7 @@ class StuckThreadsExit {
   fuse_session* const se_;
   const backend::Backend* const backend_;
   const std::string mountpoint_;
+  const std::optional<MountInfo> own_mount_;
   const std::chrono::milliseconds grace_;
   fgds::Mutex mu_;
   fgds::CondVar cv_;
