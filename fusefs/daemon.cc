@@ -579,10 +579,8 @@ absl::Status ServeMount(const DaemonOptions& options,
   // daemon's exit with it (UsrbioCoherenceStopTest). Every such wait ends
   // once the connection is aborted, as it would at our exit; only while
   // our mount is still there, so that its number names our connection.
-  if (stopped_by_signal && own_mount) {
-    auto now = FindMount(options.mountpoint);
-    if (now && now->major == own_mount->major &&
-        now->minor == own_mount->minor) {
+  if (stopped_by_signal) {
+    if (auto now = StillOurMount(options.mountpoint, own_mount); now) {
       if (int err = AbortFuseConnection(now->major, now->minor); err != 0) {
         LogWarning("could not abort the FUSE connection (%s): %s",
                    FuseConnectionDir(now->major, now->minor), strerror(-err));

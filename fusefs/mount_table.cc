@@ -60,4 +60,14 @@ std::optional<MountInfo> FindMount(const std::string& mountpoint) {
   return found;
 }
 
+std::optional<MountInfo> StillOurMount(const std::string& mountpoint,
+                                       const std::optional<MountInfo>& own) {
+  if (!own) return std::nullopt;
+  std::optional<MountInfo> now = FindMount(mountpoint);
+  if (!now || now->major != own->major || now->minor != own->minor) {
+    return std::nullopt;
+  }
+  return now;
+}
+
 }  // namespace fgds::fusefs

@@ -26,6 +26,12 @@ std::optional<MountInfo> ParseMountInfoLine(absl::string_view line);
 // The last (topmost) mount at exactly `mountpoint`, if any.
 std::optional<MountInfo> FindMount(const std::string& mountpoint);
 
+// The topmost mount at `mountpoint` if it is still `own` (the same device
+// as when we mounted), else nullopt: after our unmount, another daemon may
+// already be mounted at the same place.
+std::optional<MountInfo> StillOurMount(const std::string& mountpoint,
+                                       const std::optional<MountInfo>& own);
+
 }  // namespace fgds::fusefs
 
 #endif  // FGDS_FUSEFS_MOUNT_TABLE_H_

@@ -61,9 +61,7 @@ void StuckThreadsExit::Watch() {
       "on; exiting without them");
   // Already gone after an unmount (and the place perhaps another daemon's
   // by now: only our own device is detached); still there after a signal.
-  const std::optional<MountInfo> now = FindMount(mountpoint_);
-  if (own_mount_ && now && now->major == own_mount_->major &&
-      now->minor == own_mount_->minor) {
+  if (StillOurMount(mountpoint_, own_mount_)) {
     umount2(mountpoint_.c_str(), MNT_DETACH);
   }
   _exit(0);
