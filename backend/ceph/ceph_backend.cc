@@ -48,6 +48,9 @@ struct CephFile {
   // The kernel may keep the node's cached pages at this open (KeepCache):
   // the file is unchanged since the last open that looked (CacheStamp).
   bool keep_cache = false;
+  // What the agents' failed syncs of the file have told this handle
+  // (AgentPool::Sync): set at open, where agents serve the file.
+  uint64_t agent_errors_told = 0;
 };
 struct CephDir {
   ceph_dir_result* dirp;
@@ -444,16 +447,17 @@ class CephBackend : public Backend {
       return res;
     }
     Inode* held = Get(entry->node);
-    *out = Handle(new CephFile{fh, held, entry->node, false, GranuleOf(held)});
+    *out = NewFile(new CephFile{fh, held, entry->node, false, GranuleOf(held)});
     return 0;
   }
 
   // Close-to-open: a close syncs the file's writes that agents
   // acknowledged, and reports their loss (AgentPool::Sync).
-  int Flush(File* file) override { return SyncAgents(file); }
+  int Flush(File* file) override { return SyncAgents(file, false); }
 
   void Release(File* file) override {
     CephFile* f = Of(file);
+    if (agents_ != nullptr) agents_->FileClosed(AgentName(f->node));
     ceph_ll_close(cmount_, f->fh);
     if (f->holds_lookup) Forget(f->node, 1);
     delete f;
@@ -548,7 +552,7 @@ class CephBackend : public Backend {
   }
 
   int Fsync(File* file, bool datasync) override {
-    const int agents = SyncAgents(file);
+    const int agents = SyncAgents(file, true);
     const int own = ceph_ll_fsync(cmount_, Of(file)->fh, datasync ? 1 : 0);
     return agents < 0 ? agents : own;
   }
@@ -747,7 +751,7 @@ class CephBackend : public Backend {
     Fh* fh = nullptr;
     int res = ceph_ll_open(cmount_, in, OpenFlags(flags), &fh, perm);
     if (res < 0) return res;
-    *out = Handle(new CephFile{fh, in, node, holds_lookup, GranuleOf(in)});
+    *out = NewFile(new CephFile{fh, in, node, holds_lookup, GranuleOf(in)});
     return 0;
   }
 
@@ -889,7 +893,7 @@ class CephBackend : public Backend {
     }
     // The agent opens the file by its inode number (CephStore): valid on
     // any client of the file system, and unchanged by renames.
-    const std::string name = absl::StrCat(remote::kInodeNamePrefix, ino);
+    const std::string name = AgentName(f->node);
     *path = agents_->PathOf(agent);
     char* buf = request.buf + (piece.offset - request.offset);
     const int64_t n = request.op == FileOp::kRead
@@ -906,11 +910,23 @@ class CephBackend : public Backend {
 
   // The agents took writes of the file that they acknowledged before
   // syncing them: the file's fsync, fdatasync and close sync them there
-  // (the daemon's own client never saw those bytes). 0 or -errno.
-  int SyncAgents(File* file) {
+  // (the daemon's own client never saw those bytes). 0 or -errno, also
+  // for an earlier failed sync the handle was not told of (`fsync` tells
+  // it; a close does not: unsynced_writes.h).
+  int SyncAgents(File* file, bool fsync) {
     if (agents_ == nullptr) return 0;
-    const uint64_t ino = InoOfNode(Of(file)->node, root_ino_);
-    return agents_->Sync(absl::StrCat(remote::kInodeNamePrefix, ino));
+    CephFile* f = Of(file);
+    return agents_->Sync(AgentName(f->node), &f->agent_errors_told, fsync);
+  }
+  // The name agents know the node's file by.
+  std::string AgentName(NodeId node) const {
+    return absl::StrCat(remote::kInodeNamePrefix, InoOfNode(node, root_ino_));
+  }
+  // A new handle of `node`'s file.
+  File* NewFile(CephFile* f) {
+    if (agents_ != nullptr)
+      f->agent_errors_told = agents_->FileOpened(AgentName(f->node));
+    return Handle(f);
   }
 
   // libcephfs's part of MovePiece.
@@ -939,7 +955,7 @@ class CephBackend : public Backend {
     switch (request.op) {
       case FileOp::kFsync:
       case FileOp::kFdatasync: {
-        const int agents = SyncAgents(request.file);
+        const int agents = SyncAgents(request.file, true);
         const int own = ceph_ll_fsync(cmount_, Of(request.file)->fh,
                                       request.op == FileOp::kFdatasync);
         return agents < 0 ? agents : own;

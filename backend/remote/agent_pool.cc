@@ -428,7 +428,7 @@ void AgentPool::AddCounts(Agent& agent, const ClientCounts& before,
                              std::memory_order_relaxed);
 }
 
-int AgentPool::Sync(std::string_view name) {
+int AgentPool::Sync(std::string_view name, uint64_t* told, bool fsync) {
   UnsyncedWrites::Sync sync = unsynced_.BeginSync(name);
   int result = sync.earlier_error;
   for (const UnsyncedWrites::Pending& pending : sync.pending) {
@@ -440,7 +440,10 @@ int AgentPool::Sync(std::string_view name) {
     if (rc < 0 && result == 0) result = rc;
   }
   unsynced_.EndSync(name, sync, result);
-  return result;
+  // This sync's failure is the newest (Check marks it told with fsync),
+  // or an earlier one that another handle's sync or close met.
+  const int earlier = unsynced_.Check(name, told, fsync);
+  return result < 0 ? result : earlier;
 }
 
 int AgentPool::SyncAgent(Agent& agent, std::string_view name,

@@ -125,8 +125,14 @@ class AgentPool {
   void Fallback(int agent, const backend::MemoryRegion* region = nullptr);
   // Makes the writes of `name` that agents acknowledged durable: 0, the
   // agent store's -errno, or -EIO when an agent holding unsynced writes of
-  // it cannot be reached or restarted since.
-  int Sync(std::string_view name);
+  // it cannot be reached or restarted since. `told`: the handle's record
+  // (FileOpened): a failure of an earlier sync since the handle was told
+  // is reported too; `fsync` marks it told (a close does not: see
+  // unsynced_writes.h).
+  int Sync(std::string_view name, uint64_t* told, bool fsync);
+  // A handle of `name` opened (returns its `told` for Sync) and closed.
+  uint64_t FileOpened(std::string_view name) { return unsynced_.Opened(name); }
+  void FileClosed(std::string_view name) { unsynced_.Closed(name); }
 
   size_t size() const { return agents_.size(); }
   // Whether a GPU iov's dma-buf may be of use: some agent is an RDMA one

@@ -53,10 +53,42 @@ void UnsyncedWrites::EndSync(std::string_view name, const Sync& sync,
     if (result < 0) {
       file.failed_at = file.syncs_done;
       file.failure = result;
+      file.failure_seq = ++failures_;
     }
-    if (file.pending.empty() && file.waiters == 0) files_.erase(it);
+    EraseIfIdle(it);
   }
   synced_.SignalAll();
+}
+
+uint64_t UnsyncedWrites::Opened(std::string_view name) {
+  fgds::MutexLock lock(&mu_);
+  ++files_[std::string(name)].opens;
+  return failures_;
+}
+
+void UnsyncedWrites::Closed(std::string_view name) {
+  fgds::MutexLock lock(&mu_);
+  auto it = files_.find(std::string(name));
+  if (it == files_.end() || it->second.opens == 0) return;
+  --it->second.opens;
+  EraseIfIdle(it);
+}
+
+int UnsyncedWrites::Check(std::string_view name, uint64_t* told, bool mark) {
+  fgds::MutexLock lock(&mu_);
+  auto it = files_.find(std::string(name));
+  if (it == files_.end() || it->second.failure_seq <= *told) return 0;
+  if (mark) *told = it->second.failure_seq;
+  return it->second.failure;
+}
+
+void UnsyncedWrites::EraseIfIdle(
+    std::unordered_map<std::string, File>::iterator it) {
+  const File& file = it->second;
+  if (file.pending.empty() && file.waiters == 0 && !file.syncing &&
+      file.opens == 0) {
+    files_.erase(it);
+  }
 }
 
 size_t UnsyncedWrites::files() {

@@ -17,8 +17,15 @@
 // while the writes the first one took are still being synced, and it
 // reports the first one's failure if that failed while it waited.
 //
-// Bounded by the files written since their last sync: the daemon syncs a
-// file at its fsync and at every close (FUSE flush).
+// A failed sync is reported to every handle of the file open when it
+// failed, as Linux reports a failed write-back (errseq): a close (Flush)
+// reports it each time, an fsync once (it marks the handle as told). So a
+// close of the same handle elsewhere (a forked child's copy of the
+// descriptor, closed at its exec) does not take the error from the
+// writer's fsync. A handle opened after the failure is not told.
+//
+// Bounded by the files written since their last sync (the daemon syncs a
+// file at its fsync and at every close) and by the files open.
 //
 // Thread safety: every method may be called concurrently.
 #ifndef FGDS_BACKEND_REMOTE_UNSYNCED_WRITES_H_
@@ -60,6 +67,16 @@ class UnsyncedWrites {
   Sync BeginSync(std::string_view name);
   // `result`: 0, or the -errno the sync returned.
   void EndSync(std::string_view name, const Sync& sync, int result);
+
+  // A handle of `name` opened: returns what it has been told of so far
+  // (nothing: failures before the open are not its).
+  uint64_t Opened(std::string_view name);
+  // A handle of `name` closed.
+  void Closed(std::string_view name);
+  // The failure of a sync of `name` since `*told` (-errno), or 0. With
+  // `mark`, the handle is told (an fsync): later checks report only newer
+  // failures.
+  int Check(std::string_view name, uint64_t* told, bool mark);
   // Files with writes pending or a sync under way (for tests and stats).
   size_t files();
 
@@ -69,11 +86,18 @@ class UnsyncedWrites {
     bool syncing = false;
     int waiters = 0;
     uint64_t syncs_done = 0;
-    uint64_t failed_at = 0;  // syncs_done when the last failure ended
-    int failure = 0;         // its -errno
+    uint64_t failed_at = 0;    // syncs_done when the last failure ended
+    int failure = 0;           // its -errno
+    int opens = 0;             // handles open
+    uint64_t failure_seq = 0;  // failures_ when the last failure ended
   };
+  // Erases `it` once nothing needs it.
+  void EraseIfIdle(std::unordered_map<std::string, File>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   fgds::Mutex mu_;
   fgds::CondVar synced_;
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;  // failed syncs, all files
   std::unordered_map<std::string, File> files_ ABSL_GUARDED_BY(mu_);
 };
 

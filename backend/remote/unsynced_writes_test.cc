@@ -60,5 +60,29 @@ TEST(UnsyncedWritesTest, ASecondSyncWaitsForTheFirstAndSharesItsFailure) {
   EXPECT_EQ(u.files(), 0u);
 }
 
+// Errors as Linux's errseq: every handle open at a failure hears of it;
+// an fsync (mark) once, a close (no mark) each time; a handle opened later
+// does not; the record goes with the last handle.
+TEST(UnsyncedWritesTest, AFailureIsReportedToEachHandleOpenWhenItFailed) {
+  UnsyncedWrites u;
+  uint64_t a = u.Opened("f");
+  uint64_t b = u.Opened("f");
+  u.Note("f", 0, 11);
+  UnsyncedWrites::Sync s = u.BeginSync("f");
+  u.EndSync("f", s, -EIO);
+  uint64_t c = u.Opened("f");
+  EXPECT_EQ(u.Check("f", &c, true), 0) << "opened after the failure";
+  EXPECT_EQ(u.Check("f", &a, false), -EIO);
+  EXPECT_EQ(u.Check("f", &a, false), -EIO) << "a close does not mark";
+  EXPECT_EQ(u.Check("f", &a, true), -EIO);
+  EXPECT_EQ(u.Check("f", &a, true), 0) << "an fsync marks";
+  EXPECT_EQ(u.Check("f", &b, true), -EIO) << "the other handle";
+  EXPECT_EQ(u.Check("g", &b, true), 0) << "another file";
+  for (int i = 0; i < 3; ++i) u.Closed("f");
+  EXPECT_EQ(u.files(), 0u);
+  u.Closed("f");  // one too many: ignored
+  EXPECT_EQ(u.files(), 0u);
+}
+
 }  // namespace
 }  // namespace fgds::remote

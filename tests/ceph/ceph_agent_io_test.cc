@@ -274,6 +274,10 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
   std::atomic<int> write_errors{0};
   std::atomic<int> first_fsync_errno{-1};
   std::atomic<uint64_t> written{0};
+  // The writer's first fsync waits for the kill: on a loaded machine the
+  // writer could otherwise write and sync everything before this thread
+  // gets to kill, and an fsync that rightly succeeds would fail the test.
+  std::atomic<bool> killed{false};
   std::thread writer([&] {
     int fd =
         open((agent_dir_ + "/w").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -291,6 +295,9 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
       }
     };
     write_all();
+    while (!killed.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     first_fsync_errno = fsync(fd) == 0 ? 0 : errno;
     write_all();  // as an application does after a failed fsync
     if (fsync(fd) != 0 || close(fd) != 0) write_errors.fetch_add(1);
@@ -299,7 +306,10 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
   while (written.load() < 2 * kMiB && write_errors.load() == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  ASSERT_EQ(kill(agent_->pid(), SIGKILL), 0);
+  const uint64_t written_at_kill = written.load();
+  const int kill_rc = kill(agent_->pid(), SIGKILL);
+  killed = true;
+  EXPECT_EQ(kill_rc, 0);
   // The dead agent was a CephFS client holding capabilities on the files
   // it served: as for any dead client, the MDS makes others wait for them
   // until the session is evicted (by an operator, or after
@@ -315,7 +325,8 @@ TEST_F(CephAgentIoTest, AKilledAgentCostsOnlyTheFallback) {
   reader.join();
   EXPECT_EQ(write_errors.load(), 0);
   EXPECT_EQ(first_fsync_errno.load(), EIO)
-      << "the agent died holding acknowledged, unsynced writes";
+      << "the agent died holding acknowledged, unsynced writes ("
+      << written_at_kill << " bytes written before the kill)" << Stats();
   EXPECT_GE(Counter("sync_errors"), 1u) << Stats();
   EXPECT_EQ(read_errors.load(), 0);
   EXPECT_TRUE(ReadAll(agent_dir_ + "/w") == writes) << "agent mount";
