@@ -37,7 +37,9 @@ tee_pid=$!
 # At exit, let tee write the last lines before the script's status is seen.
 trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 
+deps_start=$SECONDS
 "$repo/deploy/install-deps.sh"
+echo "=== install-deps: $((SECONDS - deps_start)) s ==="
 
 failed=()
 run_stage() {
@@ -190,6 +192,10 @@ failure_digest() {
     awk '!seen[$0]++' | tail -n 25 | cut -c1-240
 }
 
+# Every stage's time again, next to the total: CI keeps only the tail.
+echo "stage times:" $(grep -E -o '^=== (install-deps: [0-9]+ s|ceph part: [0-9]+ s|stage [a-z0-9-]+ (passed in|FAILED after) [0-9]+ s)' "$run_log" |
+  sed -E 's/^=== (stage )?//; s/: / /; s/ passed in / /; s/ FAILED after (.*)/ \1 FAILED/; s/ s( FAILED)?$/s\1/' |
+  paste -sd, -)
 echo "total: $SECONDS s"
 if [ ${#failed[@]} -ne 0 ]; then
   for stage in "${failed[@]}"; do
