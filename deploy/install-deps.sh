@@ -29,6 +29,8 @@ packages=(
   # Building libfuse 3.18 (install-libfuse.sh): the source package's tools,
   # its build system, and libnuma for its io_uring transport.
   curl xz-utils dpkg-dev meson ninja-build libnuma-dev
+  # tests/run.sh's four builds of the tree reuse compilations across runs.
+  ccache
 )
 
 missing=()

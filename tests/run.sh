@@ -41,6 +41,19 @@ deps_start=$SECONDS
 "$repo/deploy/install-deps.sh"
 echo "=== install-deps: $((SECONDS - deps_start)) s ==="
 
+# The stages build the tree four times (release, ASan, TSan, libfuse 3.14)
+# plus the labs' builds: most of a cold run. Compilations are cached
+# across runs outside the repository, as the labs cache their kernels;
+# CMake takes the launcher from the environment for every build directory
+# it configures afresh (the labs' too). Not the checkout's path: base_dir
+# and no hashed directory let every checkout share the cache.
+if command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_DIR=${CCACHE_DIR:-/var/cache/fgds-ccache}
+  export CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+fi
+
 failed=()
 run_stage() {
   local name=$1 dir=$2 label_args=$3
