@@ -270,6 +270,7 @@ TEST_F(PassthroughTest, ChmodWhileOpenStillClearsSetId) {
 // removed meanwhile; a new open follows the open file's mode.
 TEST_F(PassthroughTest, OpensOfOneFileAgree) {
   const std::string path = Mnt("mixed");
+  const uint64_t releases = MountCounter(fs_->mountpoint(), "release");
   int fd = open(path.c_str(), O_CREAT | O_RDWR, 04755);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(fchmod(fd, 04755), 0);
@@ -285,6 +286,13 @@ TEST_F(PassthroughTest, OpensOfOneFileAgree) {
   EXPECT_EQ(c, 'x');
   if (second >= 0) close(second);
   close(fd);
+  // The kernel sends RELEASE after close returns: wait until the daemon
+  // has seen all three, or the next open may still find one open.
+  for (int i = 0; i < 1000 && MountCounter(fs_->mountpoint(), "release") <
+                                  releases + (second >= 0 ? 3 : 2);
+       ++i) {
+    usleep(10000);
+  }
   // With every file closed, the next open chooses afresh: passthrough.
   const uint64_t opens = MountCounter(fs_->mountpoint(), "passthrough_opens");
   fd = open(path.c_str(), O_RDONLY);
