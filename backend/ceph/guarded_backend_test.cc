@@ -29,6 +29,21 @@ class StallingStore : public Backend {
     std::string written ABSL_GUARDED_BY(mu);
     std::atomic<int> finished{0};
     std::atomic<int> running{0};
+
+    // Holds every data call from now on (false), or lets the held ones and
+    // later ones through (true).
+    void SetOpen(bool now_open) {
+      fgds::MutexLock lock(&mu);
+      open = now_open;
+      if (open) cv.SignalAll();
+    }
+    // Waits up to 2 s for `n` data calls to have finished (the caller
+    // checks how many did).
+    void AwaitFinished(int n) {
+      for (int i = 0; i < 200 && finished.load() < n; ++i) {
+        std::this_thread::sleep_for(milliseconds(10));
+      }
+    }
   };
   explicit StallingStore(std::shared_ptr<State> state)
       : state_(std::move(state)) {}
@@ -116,17 +131,20 @@ class StallingStore : public Backend {
   const std::shared_ptr<State> state_;
 };
 
+// A request's result, and the thread that completed it.
 class Completion : public FileIoCompletion {
  public:
   void Complete(int64_t result) override {
     fgds::MutexLock lock(&mu_);
+    thread_ = std::this_thread::get_id();
     result_ = result;
     done_ = true;
     cv_.Signal();
   }
-  int64_t Wait() {
+  int64_t Wait(std::thread::id* thread = nullptr) {
     fgds::MutexLock lock(&mu_);
     while (!done_) cv_.Wait(&mu_);
+    if (thread != nullptr) *thread = thread_;
     return result_;
   }
 
@@ -135,6 +153,7 @@ class Completion : public FileIoCompletion {
   fgds::CondVar cv_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   int64_t result_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread::id thread_ ABSL_GUARDED_BY(mu_);
 };
 
 FileIoRequest Request(FileOp op, std::vector<char>& buf,
@@ -177,10 +196,7 @@ TEST(GuardedBackendTest, MovesTheBytesOfReadsAndWrites) {
 // bytes it was given.
 TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
   auto state = std::make_shared<StallingStore::State>();
-  {
-    fgds::MutexLock lock(&state->mu);
-    state->open = false;
-  }
+  state->SetOpen(false);
   std::vector<char> sync_buf(1 << 20, 'c');
   std::vector<char> async_buf(4096, 'c');
   std::vector<char> write_buf(8192, 'w');
@@ -207,14 +223,8 @@ TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
     // The three calls are parked in the store, on gate threads.
     EXPECT_EQ(state->running.load(), 3);
   }
-  {
-    fgds::MutexLock lock(&state->mu);
-    state->open = true;
-    state->cv.SignalAll();
-  }
-  for (int i = 0; i < 200 && state->finished.load() < 3; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  state->SetOpen(true);
+  state->AwaitFinished(3);
   ASSERT_EQ(state->finished.load(), 3);
   delete store;
   EXPECT_EQ(sync_buf, std::vector<char>(1 << 20, 'c'));
@@ -230,35 +240,12 @@ TEST(GuardedBackendTest, ACallGivenUpOnNeverTouchesTheCallersMemory) {
 // answered ENOTCONN from the watchdog while its thread is still held, and
 // the late answer never reaches the caller's memory.
 TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
-  class ThreadRecorder : public FileIoCompletion {
-   public:
-    void Complete(int64_t result) override {
-      fgds::MutexLock lock(&mu_);
-      thread_ = std::this_thread::get_id();
-      result_ = result;
-      done_ = true;
-      cv_.Signal();
-    }
-    int64_t Wait(std::thread::id* thread) {
-      fgds::MutexLock lock(&mu_);
-      while (!done_) cv_.Wait(&mu_);
-      *thread = thread_;
-      return result_;
-    }
-
-   private:
-    fgds::Mutex mu_;
-    fgds::CondVar cv_;
-    bool done_ ABSL_GUARDED_BY(mu_) = false;
-    int64_t result_ ABSL_GUARDED_BY(mu_) = 0;
-    std::thread::id thread_ ABSL_GUARDED_BY(mu_);
-  };
   auto state = std::make_shared<StallingStore::State>();
   auto* store = new StallingStore(state);
   auto backend = GuardBackend(std::unique_ptr<Backend>(store), 2,
                               milliseconds(400), /*here_calls=*/1);
   std::vector<char> buf(4096, 'c');
-  ThreadRecorder here;
+  Completion here;
   FileIoRequest r = Request(FileOp::kRead, buf, &here);
   backend->SubmitIo({&r, 1});
   std::thread::id answered_on;
@@ -267,7 +254,7 @@ TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
   EXPECT_EQ(buf, std::vector<char>(4096, 'r'));
   // Writes go to the gate's threads.
   std::vector<char> data(4096, 'w');
-  ThreadRecorder write;
+  Completion write;
   FileIoRequest w = Request(FileOp::kWrite, data, &write);
   backend->SubmitIo({&w, 1});
   EXPECT_EQ(write.Wait(&answered_on), 4096);
@@ -275,12 +262,9 @@ TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
 
   // The store hangs: one read holds its thread (the budget), the next goes
   // to a gate thread; both are answered ENOTCONN.
-  {
-    fgds::MutexLock lock(&state->mu);
-    state->open = false;
-  }
+  state->SetOpen(false);
   std::vector<char> held_buf(4096, 'c'), other_buf(4096, 'c');
-  ThreadRecorder held, other;
+  Completion held, other;
   std::atomic<bool> returned{false};
   std::thread holder([&] {
     FileIoRequest h = Request(FileOp::kRead, held_buf, &held);
@@ -298,16 +282,10 @@ TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
   EXPECT_TRUE(backend->LeftThreadsBehind());
   // The store answers late (the holding thread then comes back, into the
   // backend: so it goes after).
-  {
-    fgds::MutexLock lock(&state->mu);
-    state->open = true;
-    state->cv.SignalAll();
-  }
+  state->SetOpen(true);
   holder.join();
   backend.reset();  // dead: leaves the store to the parked calls
-  for (int i = 0; i < 200 && state->finished.load() < 4; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
+  state->AwaitFinished(4);
   ASSERT_EQ(state->finished.load(), 4);
   delete store;
   EXPECT_EQ(held_buf, std::vector<char>(4096, 'c'));

@@ -19,8 +19,8 @@
 # BENCH_MOUNT_ARGS: extra `fgds mount` options for the fgds way (e.g.
 # --writeback-cache), to compare a setting against "before".
 # BENCH_CPU=1 adds a CPU report: the daemon's CPU per request of every fgds
-# and agents row (fgds bench's daemon_cpu_ns_per_op: usrbio rows; its POSIX
-# rows undercount, summing live threads while libfuse's idle workers end),
+# and agents row (fgds bench's daemon_cpu_ns_per_op: the daemon's process
+# CPU clock, ended threads included, so POSIX and usrbio rows alike),
 # and the agent's and
 # its daemon's CPU per agent request, by op and block size (a sampler reads
 # both processes' /proc/PID/stat (user+sys) and the mount's agent counters

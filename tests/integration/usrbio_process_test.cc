@@ -235,6 +235,96 @@ Registered RegisteredInDaemon(pid_t pid, const std::string& backing) {
   return r;
 }
 
+// The fixed-path tests' file: 4 MiB of a pattern, read in 4 KiB blocks.
+constexpr uint64_t kFixedFileSize = 4 * kMiB;
+constexpr uint64_t kFixedBlock = 4096;
+
+// Writes the fixed-path file at `path` (through the mount), pattern `seed`.
+bool WriteFixedPathFile(const std::string& path, uint64_t seed) {
+  std::vector<char> data(kFixedFileSize);
+  FillPattern(data.data(), data.size(), seed, 0);
+  int fd = open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  const bool written =
+      write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  return close(fd) == 0 && written;
+}
+
+// The file offset of a fixed-path client's `n`th read: 7919 is prime to
+// the block count, so each run of that many reads meets every block once,
+// out of order.
+uint64_t FixedPathOffset(uint64_t n) {
+  return ((n * 7919) % (kFixedFileSize / kFixedBlock)) * kFixedBlock;
+}
+
+// A client whose cached 4 KiB reads of the fixed-path file `name` go
+// through the ring workers' fixed files and buffers: a 1 MiB iov, a ring
+// through the page cache (O_DIRECT reads never take the inline path) of
+// `entries` slots (0: the default), and the file registered read-only.
+// For a child process: the session is its own.
+struct FixedPathClient {
+  FixedPathClient(const std::string& mnt, const std::string& name,
+                  uint32_t entries = 0)
+      : session(mnt),
+        iov(&session.s, kMiB),
+        params(BufferedRing(entries)),
+        ior(&session.s, &params),
+        id(RegisterPath(&session.s, mnt + "/" + name, O_RDONLY)) {}
+  static fgds_ior_params BufferedRing(uint32_t entries) {
+    fgds_ior_params p = {};
+    p.entries = entries;
+    p.flags = FGDS_IOR_BUFFERED;
+    return p;
+  }
+  bool ok() const {
+    return session.open_result == 0 && iov.result == 0 && ior.result == 0 &&
+           id >= 0;
+  }
+
+  Session session;
+  Iov iov;
+  fgds_ior_params params;
+  Ior ior;
+  int id;
+};
+
+// Reads every block of the fixed-path file twice through `client`, 32 at a
+// time, and checks each against pattern `seed`: the second pass finds the
+// pages cached and goes through the fixed tables. The iov's first 32
+// blocks are zeroed before each batch, so a read whose bytes land anywhere
+// else (a dead client's pinned pages) shows. Returns 0 or a step number
+// (2 to 5).
+int ReadEveryBlockTwice(FixedPathClient& client, uint64_t seed) {
+  constexpr uint64_t kBatch = 32;
+  std::vector<fgds_cqe> cqes(kBatch);
+  for (uint64_t round = 0; round < 2 * kFixedFileSize / kFixedBlock / kBatch;
+       ++round) {
+    memset(client.iov.at(0), 0, kBatch * kFixedBlock);
+    for (uint64_t i = 0; i < kBatch; ++i) {
+      if (fgds_prep_read(&client.ior.ior, &client.iov.iov,
+                         client.iov.at(i * kFixedBlock), client.id,
+                         FixedPathOffset(round * kBatch + i), kFixedBlock,
+                         i) != 0) {
+        return 2;
+      }
+    }
+    if (SubmitAndWaitAll(&client.ior.ior, cqes.data(), kBatch) !=
+        static_cast<int>(kBatch)) {
+      return 3;
+    }
+    for (const fgds_cqe& cqe : cqes) {
+      if (cqe.result != static_cast<int64_t>(kFixedBlock)) return 4;
+    }
+    for (uint64_t i = 0; i < kBatch; ++i) {
+      if (!MatchesPattern(client.iov.at(i * kFixedBlock), kFixedBlock, seed,
+                          FixedPathOffset(round * kBatch + i))) {
+        return 5;
+      }
+    }
+  }
+  return 0;
+}
+
 TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
   // The hostile case of the fixed files and buffers: a client whose cached
   // 4 KiB reads go through the ring workers' registered file and buffer
@@ -246,16 +336,8 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
   if (TestingCeph()) {
     GTEST_SKIP() << "the fixed tables are the local backend's";
   }
-  constexpr uint64_t kSize = 4 * kMiB;
   constexpr uint64_t kSeed = 77;
-  {
-    std::vector<char> data(kSize);
-    FillPattern(data.data(), kSize, kSeed, 0);
-    int fd = open(Mnt("small").c_str(), O_CREAT | O_WRONLY, 0644);
-    ASSERT_EQ(write(fd, data.data(), data.size()),
-              static_cast<ssize_t>(data.size()));
-    close(fd);
-  }
+  ASSERT_TRUE(WriteFixedPathFile(Mnt("small"), kSeed));
   const pid_t daemon = fs_->daemon_pid();
   const std::string backing = fs_->backing();
   const std::string mnt = fs_->mountpoint();
@@ -264,32 +346,24 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
   pid_t victim = fork();
   if (victim == 0) {
     close(ready[0]);
-    Session s(mnt);
-    Iov iov(&s.s, kMiB);
-    fgds_ior_params p = {};
-    p.entries = 64;
-    // Through the page cache (O_DIRECT reads never take the inline path).
-    p.flags = FGDS_IOR_BUFFERED;
-    Ior ior(&s.s, &p);
-    int fd = open((mnt + "/small").c_str(), O_RDONLY);
-    int id = fgds_fd_register(&s.s, fd, 0);
-    if (s.open_result || iov.result || ior.result || id < 0) _exit(1);
+    FixedPathClient client(mnt, "small", 64);
+    if (!client.ok()) _exit(1);
     fgds_cqe cqes[64];
     uint64_t done = 0;
     bool told = false;
     // 4 KiB reads all over the file, the ring kept full, until killed
     // (after the first pass the pages are cached: the inline path).
     for (uint64_t n = 0;; ++n) {
-      while (fgds_prep_read(&ior.ior, &iov.iov, iov.at((n % 256) * 4096), id,
-                            ((n * 7919) % (kSize / 4096)) * 4096, 4096,
-                            n) == 0) {
+      while (fgds_prep_read(&client.ior.ior, &client.iov.iov,
+                            client.iov.at((n % 256) * kFixedBlock), client.id,
+                            FixedPathOffset(n), kFixedBlock, n) == 0) {
         ++n;
       }
-      fgds_ior_submit(&ior.ior);
-      const int got = fgds_ior_wait(&ior.ior, cqes, 64, 1, -1);
+      fgds_ior_submit(&client.ior.ior);
+      const int got = fgds_ior_wait(&client.ior.ior, cqes, 64, 1, -1);
       if (got < 0) _exit(2);
       for (int i = 0; i < got; ++i) {
-        if (cqes[i].result != 4096) _exit(3);
+        if (cqes[i].result != static_cast<int64_t>(kFixedBlock)) _exit(3);
       }
       done += static_cast<uint64_t>(got);
       if (!told && done > 20000) told = write(ready[1], "r", 1) == 1;
@@ -321,41 +395,8 @@ TEST_F(UsrbioTest, KilledClientOnTheFixedPathLeavesNothingRegistered) {
       << CountUsrbioMappings(daemon) << " usrbio mappings left";
   // The next client: the same reads, each checked against the file.
   EXPECT_EQ(RunChild([&] {
-              Session s(mnt);
-              Iov iov(&s.s, kMiB);
-              fgds_ior_params p = {};
-              p.flags = FGDS_IOR_BUFFERED;
-              Ior ior(&s.s, &p);
-              int fd = open((mnt + "/small").c_str(), O_RDONLY);
-              int id = fgds_fd_register(&s.s, fd, 0);
-              close(fd);
-              if (s.open_result || iov.result || ior.result || id < 0) {
-                return 1;
-              }
-              std::vector<fgds_cqe> cqes(32);
-              for (uint64_t round = 0; round < 64; ++round) {
-                memset(iov.at(0), 0, 32 * 4096);
-                for (uint64_t i = 0; i < 32; ++i) {
-                  const uint64_t off =
-                      (((round * 32 + i) * 7919) % (kSize / 4096)) * 4096;
-                  if (fgds_prep_read(&ior.ior, &iov.iov, iov.at(i * 4096), id,
-                                     off, 4096, off) != 0) {
-                    return 2;
-                  }
-                }
-                if (SubmitAndWaitAll(&ior.ior, cqes.data(), 32) != 32) return 3;
-                for (const fgds_cqe& cqe : cqes) {
-                  if (cqe.result != 4096) return 4;
-                }
-                for (uint64_t i = 0; i < 32; ++i) {
-                  const uint64_t off =
-                      (((round * 32 + i) * 7919) % (kSize / 4096)) * 4096;
-                  if (!MatchesPattern(iov.at(i * 4096), 4096, kSeed, off)) {
-                    return 5;
-                  }
-                }
-              }
-              return 0;
+              FixedPathClient client(mnt, "small");
+              return client.ok() ? ReadEveryBlockTwice(client, kSeed) : 1;
             }),
             0);
 }
@@ -370,15 +411,8 @@ TEST_F(UsrbioTest, AnUnlinkedFileReadOnTheFixedPathIsClosedOnceTheTablesLetGo) {
   if (TestingCeph()) {
     GTEST_SKIP() << "the fixed tables are the local backend's";
   }
-  constexpr uint64_t kSize = 4 * kMiB;
-  {
-    std::vector<char> data(kSize);
-    FillPattern(data.data(), kSize, 5, 0);
-    int fd = open(Mnt("gone").c_str(), O_CREAT | O_WRONLY, 0644);
-    ASSERT_EQ(write(fd, data.data(), data.size()),
-              static_cast<ssize_t>(data.size()));
-    close(fd);
-  }
+  constexpr uint64_t kSeed = 5;
+  ASSERT_TRUE(WriteFixedPathFile(Mnt("gone"), kSeed));
   const pid_t daemon = fs_->daemon_pid();
   const std::string backing = fs_->backing();
   const std::string mnt = fs_->mountpoint();
@@ -391,32 +425,11 @@ TEST_F(UsrbioTest, AnUnlinkedFileReadOnTheFixedPathIsClosedOnceTheTablesLetGo) {
     return n;
   };
   EXPECT_EQ(RunChild([&] {
-              Session s(mnt);
-              Iov iov(&s.s, kMiB);
-              fgds_ior_params p = {};
-              p.flags = FGDS_IOR_BUFFERED;
-              Ior ior(&s.s, &p);
-              int fd = open((mnt + "/gone").c_str(), O_RDONLY);
-              int id = fgds_fd_register(&s.s, fd, 0);
-              close(fd);
-              if (s.open_result || iov.result || ior.result || id < 0) {
-                return 1;
-              }
-              std::vector<fgds_cqe> cqes(32);
-              // Twice over the file: the second pass finds its pages
-              // cached and goes through the fixed tables.
-              for (uint64_t round = 0; round < 64; ++round) {
-                for (uint64_t i = 0; i < 32; ++i) {
-                  const uint64_t off =
-                      ((round * 32 + i) % (kSize / 4096)) * 4096;
-                  if (fgds_prep_read(&ior.ior, &iov.iov, iov.at(i * 4096), id,
-                                     off, 4096, off) != 0) {
-                    return 2;
-                  }
-                }
-                if (SubmitAndWaitAll(&ior.ior, cqes.data(), 32) != 32) return 3;
-              }
-              if (unlink((mnt + "/gone").c_str()) != 0) return 4;
+              FixedPathClient client(mnt, "gone");
+              if (!client.ok()) return 1;
+              // The second pass goes through the fixed tables.
+              if (int step = ReadEveryBlockTwice(client, kSeed)) return step;
+              if (unlink((mnt + "/gone").c_str()) != 0) return 6;
               return 0;  // the session closes: the registration goes
             }),
             0);

@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -48,9 +50,13 @@ DaemonCpu DaemonCpu::operator-(const DaemonCpu& earlier) const {
   DaemonCpu d;
   d.valid = valid && earlier.valid;
   auto sub = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
-  d.ring_ns = sub(ring_ns, earlier.ring_ns);
-  d.io_ns = sub(io_ns, earlier.io_ns);
-  d.other_ns = sub(other_ns, earlier.other_ns);
+  // The total comes from the process clock, which never goes back. The
+  // ring and io sums are of live threads and drop when one ends, so each
+  // is clamped, and the split never exceeds the total.
+  const uint64_t total = sub(total_ns(), earlier.total_ns());
+  d.ring_ns = std::min(sub(ring_ns, earlier.ring_ns), total);
+  d.io_ns = std::min(sub(io_ns, earlier.io_ns), total - d.ring_ns);
+  d.other_ns = total - d.ring_ns - d.io_ns;
   for (const auto& [name, value] : ring_stages) {
     uint64_t before = 0;
     for (const auto& [earlier_name, earlier_value] : earlier.ring_stages) {
@@ -110,6 +116,9 @@ DaemonCpu SampleDaemonCpu(int pid, const std::string& mount_path) {
       }
     }
   }
+  // The ring and io threads first, the process clock after: the clock
+  // then covers at least what those threads had used when read, so
+  // other_ns below is never negative.
   const std::string task_dir = absl::StrCat("/proc/", pid, "/task");
   DIR* dir = opendir(task_dir.c_str());
   if (dir == nullptr) return cpu;
@@ -118,22 +127,32 @@ DaemonCpu SampleDaemonCpu(int pid, const std::string& mount_path) {
     const std::string base = absl::StrCat(task_dir, "/", entry->d_name);
     std::string comm = ReadSmallFile(base + "/comm");
     while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    const int kind = ThreadKind(comm);
+    if (kind == 2) continue;  // other: the remainder of the total
     // schedstat: "<ns on cpu> <ns waiting> <timeslices>".
     const std::string schedstat = ReadSmallFile(base + "/schedstat");
     const uint64_t ns = std::strtoull(schedstat.c_str(), nullptr, 10);
-    switch (ThreadKind(comm)) {
-      case 0:
-        cpu.ring_ns += ns;
-        break;
-      case 1:
-        cpu.io_ns += ns;
-        break;
-      default:
-        cpu.other_ns += ns;
-        break;
-    }
+    (kind == 0 ? cpu.ring_ns : cpu.io_ns) += ns;
   }
   closedir(dir);
+  // The whole process: its CPU clock is the group's sum_exec_runtime, the
+  // kernel's nanosecond count, live threads plus those that ended (each
+  // adds its own to the group's signal struct as it exits). The
+  // alternatives lose one or the other: /proc/<pid>/stat's utime+stime
+  // keep ended threads but in clock ticks (10 ms, a large part of a short
+  // row), and /proc/<pid>/schedstat is the main thread's alone, as summing
+  // /proc/<pid>/task/*/schedstat is live threads' alone (libfuse's idle
+  // workers end while a row runs: POSIX rows read near 0). Any process's
+  // clock may be read (as its /proc/<pid>/stat may).
+  clockid_t clock;
+  timespec now;
+  if (clock_getcpuclockid(pid, &clock) != 0 ||
+      clock_gettime(clock, &now) != 0) {
+    return cpu;
+  }
+  const uint64_t total_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000u +
+                            static_cast<uint64_t>(now.tv_nsec);
+  cpu.other_ns = total_ns - std::min(total_ns, cpu.ring_ns + cpu.io_ns);
   cpu.valid = true;
   return cpu;
 }

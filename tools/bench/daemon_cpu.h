@@ -2,12 +2,15 @@
 //
 // The CPU time the fgds daemon serving --mount spends, by kind of thread,
 // so that the bench reports daemon CPU per operation beside each row (the
-// daemon's cost of a usrbio entry is what issue 17 halves). Threads are
-// told apart by name (/proc/<pid>/task/<tid>/comm): "fgds-ring*" (ring
-// workers and their watchdog), "fgds-io" (io_uring engine workers), and
-// everything else (FUSE and session threads, the invalidator). Times come
-// from /proc/<pid>/task/<tid>/schedstat (nanoseconds on CPU); threads that
-// end between two samples drop out, so take samples around a phase only.
+// daemon's cost of a usrbio entry is what issue 17 halves).
+//
+// The total is the whole process's CPU clock (clock_getcpuclockid): it
+// keeps the time of threads that ended, such as libfuse's idle workers,
+// which end while a POSIX row runs. The split by kind comes from the live
+// threads, told apart by name (/proc/<pid>/task/<tid>/comm): "fgds-ring*"
+// (ring workers and their watchdog) and "fgds-io" (io_uring engine
+// workers), which live as long as the daemon; everything else (FUSE and
+// session threads, the invalidator, and any thread that ended) is "other".
 //
 // Example:
 //   int pid = DaemonPidOfMount("/mnt/fgds/dir");   // -1: not found
@@ -25,6 +28,8 @@
 namespace fgds::bench {
 
 struct DaemonCpu {
+  // ring_ns + io_ns + other_ns is the process's CPU time; other_ns is
+  // what the ring and io threads (live ones, as sampled) did not use.
   uint64_t ring_ns = 0;
   uint64_t io_ns = 0;
   uint64_t other_ns = 0;
@@ -35,6 +40,10 @@ struct DaemonCpu {
   std::vector<std::pair<std::string, uint64_t>> ring_stages;
 
   uint64_t total_ns() const { return ring_ns + io_ns + other_ns; }
+  // The time used between `earlier` and this sample. The total is exact;
+  // the split is while the ring and io threads live through both samples
+  // (they live as long as the daemon): one that ended in between moves
+  // time into other_ns.
   DaemonCpu operator-(const DaemonCpu& earlier) const;
 };
 
@@ -43,9 +52,10 @@ struct DaemonCpu {
 // `path` is not on an fgds mount with sessions.
 int DaemonPidOfMount(const std::string& path);
 
-// The CPU time of every thread of `pid` now, by kind; valid false when
-// /proc/<pid>/task cannot be read (pid -1, another user's process). With
-// `mount_path`, also the ring stage counters of that mount.
+// The CPU time process `pid` has used so far, every thread it ever had
+// included, by kind; valid false when it cannot be read (pid -1, a pid
+// that is gone, /proc/<pid>/task unreadable). With `mount_path`, also the
+// ring stage counters of that mount.
 DaemonCpu SampleDaemonCpu(int pid, const std::string& mount_path = "");
 
 // Which kind a thread named `comm` counts as: 0 ring, 1 io, 2 other.
