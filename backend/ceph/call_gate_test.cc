@@ -94,7 +94,10 @@ TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
     const double waited = Seconds(start);
     EXPECT_EQ(enotconn.load(), 3);
     EXPECT_GE(waited, 0.3);
-    EXPECT_LT(waited, 0.3 + 0.5);
+    // Within the timeout and a watchdog period on a quiet machine; the
+    // bound is loose (it failed once at 0.8 s under a load of 13): what
+    // it guards is that the calls are answered, not how fast.
+    EXPECT_LT(waited, 0.3 + 3.0);
     EXPECT_TRUE(gate.dead());
     EXPECT_EQ(done_calls.load(), 1);
     EXPECT_TRUE(gave_up.load());
@@ -107,7 +110,7 @@ TEST(CallGateTest, ACallThatNeverReturnsFailsEveryCallWithEnotconn) {
     }),
               -ENOTCONN);
     EXPECT_FALSE(ran);
-    EXPECT_LT(Seconds(later), 0.1);
+    EXPECT_LT(Seconds(later), 0.25) << "waited for the timeout (0.3 s)";
     // The destructor leaves the two parked threads parked (it would hang
     // otherwise); the two calls still queued are dropped, never run.
   }
