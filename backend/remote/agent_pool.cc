@@ -515,7 +515,10 @@ std::string AgentPool::StatsText() const {
     }
     const bool rdma = a->address.transport == AgentTransport::kRdma;
     absl::StrAppend(
-        &text, "# agent ", a->name, ": state=", Up(*a) ? "up" : "down",
+        // Down from a failure until a connection succeeds again (MarkUp),
+        // also once its retry is due: Up() says only that it may be tried.
+        &text, "# agent ", a->name, ": state=",
+        a->down_until_ns.load(std::memory_order_relaxed) == 0 ? "up" : "down",
         " path=", rdma ? "rdma" : "tcp",
         " reads=", a->reads.load(std::memory_order_relaxed),
         " read_bytes=", a->read_bytes.load(std::memory_order_relaxed),
