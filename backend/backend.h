@@ -192,24 +192,6 @@ class Backend {
   // callers that would only wait: a FUSE write's data lives until its
   // reply, and a hop to an engine thread only adds two wakeups.
   virtual int64_t RunIo(const FileIoRequest& request, IoPath* path) = 0;
-  // RunIoHere moves one request of plain host memory (region null) for a
-  // caller that lends its thread and waits, and answers it through
-  // request.completion, exactly once. The caller's memory is used only
-  // until this returns (a read's, until the completion: the caller keeps
-  // it that long). By default: RunIo, then the completion, here. A backend
-  // whose calls may block forever (the ceph gate: ceph/guarded_backend.h)
-  // may instead answer it from another thread (-ENOTCONN) while this
-  // thread is still held inside the call, which may then return any time
-  // later, or never: the caller must not touch the request's completion
-  // once it has called this. For FUSE writes, whose data lives only until
-  // the handler returns, and whose reply then need not wait for the
-  // thread.
-  virtual void RunIoHere(const FileIoRequest& request) {
-    IoPath path = IoPath::kNone;
-    const int64_t res = RunIo(request, &path);
-    request.completion->set_path(path);
-    request.completion->Complete(res);
-  }
   // Whether calls the backend gave up on (answered with an error) may still
   // hold threads that entered it, and may never give them back: the ceph
   // gate's, once dead (a read that ran on its FUSE thread stays there).

@@ -324,13 +324,12 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   op.release();
 }
 
-// Writes run in the FUSE thread (Backend::RunIoHere, or RunIo through
-// io_uring): the request's data lives only until the handler returns, so
-// the write is synchronous either way, and a trip through the io_uring
-// threads only added two wakeups to its latency (measured: 2.0 ms vs
-// 1.1 ms per 1 MiB write). Splicing writes from /dev/fuse straight into
-// the file (FUSE_CAP_SPLICE_READ) measured slower still (2.2 ms), so
-// requests arrive in memory.
+// Writes run in the FUSE thread (Backend::RunIo): the request's data lives
+// only until we reply, so the write is synchronous either way, and a trip
+// through the io_uring threads only added two wakeups to its latency
+// (measured: 2.0 ms vs 1.1 ms per 1 MiB write). Splicing writes from
+// /dev/fuse straight into the file (FUSE_CAP_SPLICE_READ) measured slower
+// still (2.2 ms), so requests arrive in memory.
 //
 // Whole aligned pages are offered to the backend from page-aligned memory
 // with kIoPreferDirect: the local backend then writes them O_DIRECT, so the
@@ -338,19 +337,17 @@ void DoRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 // cached copy of what the kernel already holds in the mount's cache
 // (copying into that second cache was 65% of the daemon's write time).
 // The request's data follows its header in libfuse's buffer, so it is
-// never page-aligned: such writes are staged in an aligned pool buffer
-// (`staged`, which must outlive the request's call).
+// never page-aligned: such writes are staged in an aligned pool buffer.
 //
-// `flags` are extra backend::kIo* flags for the request. Returns 0, or
-// -errno when the data could not be staged.
-int PrepareWrite(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
-                 off_t off, uint32_t flags, backend::FileIoRequest* request,
-                 std::optional<PooledBuffer>* staged) {
+// `flags` are extra backend::kIo* flags for the request.
+ssize_t WriteData(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
+                  off_t off, uint32_t flags) {
   constexpr size_t kPage = 4096;
   const size_t size = fuse_buf_size(in_buf);
-  *request = backend::FileIoRequest{
+  backend::FileIoRequest request{
       backend::FileOp::kWrite,    file, nullptr, nullptr, size,
       static_cast<uint64_t>(off), flags};
+  std::optional<PooledBuffer> staged;
   const bool whole_pages = size > 0 && size % kPage == 0 && off % kPage == 0 &&
                            size <= fs.read_buffers.buffer_size();
   const bool in_memory = in_buf->count == 1 && in_buf->idx == 0 &&
@@ -358,70 +355,33 @@ int PrepareWrite(Filesystem& fs, backend::File* file, fuse_bufvec* in_buf,
                          !(in_buf->buf[0].flags & FUSE_BUF_IS_FD);
   if (whole_pages || !in_memory) {
     if (size > fs.read_buffers.buffer_size()) return -EINVAL;
-    staged->emplace(fs.read_buffers);
-    if ((*staged)->get() == nullptr) return -ENOMEM;
+    staged.emplace(fs.read_buffers);
+    if (staged->get() == nullptr) return -ENOMEM;
     fuse_bufvec out = FUSE_BUFVEC_INIT(size);
-    out.buf[0].mem = (*staged)->get();
+    out.buf[0].mem = staged->get();
     ssize_t copied =
         fuse_buf_copy(&out, in_buf, static_cast<fuse_buf_copy_flags>(0));
     if (copied != static_cast<ssize_t>(size)) {
-      return copied < 0 ? static_cast<int>(copied) : -EIO;
+      return copied < 0 ? copied : -EIO;
     }
-    request->buf = (*staged)->get();
-    if (whole_pages) request->flags |= backend::kIoPreferDirect;
+    request.buf = staged->get();
+    if (whole_pages) request.flags |= backend::kIoPreferDirect;
   } else {
-    request->buf = static_cast<char*>(in_buf->buf[0].mem);
+    request.buf = static_cast<char*>(in_buf->buf[0].mem);
   }
-  return 0;
+  backend::IoPath path;
+  return static_cast<ssize_t>(fs.backend->RunIo(request, &path));
 }
-
-// A write's reply, sent by whoever completes it (Backend::RunIoHere): this
-// thread once the backend is done, or the ceph gate's watchdog (-ENOTCONN)
-// while this thread is still held in a call to a cluster that does not
-// answer, so that no write waits forever on a dead cluster.
-class WriteOp : public backend::FileIoCompletion {
- public:
-  WriteOp(fuse_req_t req, Filesystem& fs, OpStats::Clock::time_point start)
-      : req_(req), fs_(fs), start_(start) {}
-  // Freed without completing: the backend threw, and the table's guard
-  // fails the request; it counts as an error.
-  ~WriteOp() override {
-    if (!completed_) {
-      fs_.stats.Record(Op::kWrite, OpStats::Clock::now() - start_, 0,
-                       OpTimer::kUnwound);
-    }
-  }
-
-  void Complete(int64_t result) override {
-    if (result < 0) {
-      fuse_reply_err(req_, static_cast<int>(-result));
-    } else {
-      fuse_reply_write(req_, static_cast<size_t>(result));
-    }
-    fs_.stats.Record(Op::kWrite, OpStats::Clock::now() - start_,
-                     result > 0 ? static_cast<uint64_t>(result) : 0,
-                     result < 0 ? static_cast<int>(-result) : 0);
-    completed_ = true;
-    delete this;
-  }
-
- private:
-  const fuse_req_t req_;
-  Filesystem& fs_;
-  const OpStats::Clock::time_point start_;
-  bool completed_ = false;
-};
 
 void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
                 fuse_file_info* fi) {
   Filesystem& fs = Fs(req);
+  OpTimer timer(fs.stats, Op::kWrite);
   if (IsControlNode(ino)) {
-    OpTimer timer(fs.stats, Op::kWrite);
     timer.set_result(-EBADF);
     fuse_reply_err(req, EBADF);
     return;
   }
-  auto op = std::make_unique<WriteOp>(req, fs, OpStats::Clock::now());
   // Cached writes have the kernel drop set-id bits (through setattr);
   // direct I/O leaves it to the filesystem, so the backend does it, as for
   // usrbio writes. With passthrough on, the writes that still reach us are
@@ -435,31 +395,14 @@ void DoWriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in_buf, off_t off,
           : (fs.options.direct_io ||
              fs.passthrough.load(std::memory_order_relaxed)) &&
                 fuse_req_ctx(req)->uid != 0 && !fi->writepage;
-  backend::FileIoRequest request;
-  std::optional<PooledBuffer> staged;
-  if (int err = PrepareWrite(fs, FileOf(fi), in_buf, off,
-                             kill_privileges ? backend::kIoKillPrivileges : 0,
-                             &request, &staged);
-      err < 0) {
-    op.release()->Complete(err);
+  ssize_t res = WriteData(fs, FileOf(fi), in_buf, off,
+                          kill_privileges ? backend::kIoKillPrivileges : 0);
+  timer.set_result(res, /*add_bytes=*/true);
+  if (res < 0) {
+    fuse_reply_err(req, static_cast<int>(-res));
     return;
   }
-  if (ThroughUring(req)) {
-    // Answered from this thread (see ThroughUring), even by a backend
-    // that gives up on a call: RunIo returns then.
-    backend::IoPath path;
-    const int64_t res = fs.backend->RunIo(request, &path);
-    op->set_path(path);
-    op.release()->Complete(res);
-    return;
-  }
-  request.completion = op.get();
-  fs.backend->RunIoHere(request);
-  // Called: the request completes exactly once, which deletes op; this
-  // thread touches neither again (it may come back long after the reply).
-  // (Had RunIoHere thrown before completing, op would have been freed here
-  // and the guard replied.)
-  op.release();
+  fuse_reply_write(req, static_cast<size_t>(res));
 }
 
 void DoFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

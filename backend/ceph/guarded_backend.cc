@@ -71,8 +71,7 @@ class GuardedBackend : public Backend {
     return absl::StrCat(
         inner_->StatsText(), "# ceph-gate: timeout_ms=", timeout_.count(),
         " dead=", gate_->dead() ? 1 : 0,
-        " reads_here=", reads_here_.load(std::memory_order_relaxed),
-        " writes_here=", writes_here_.load(std::memory_order_relaxed), "\n");
+        " reads_here=", reads_here_.load(std::memory_order_relaxed), "\n");
   }
   void SetCacheEvents(CacheEvents* events) override {
     inner_->SetCacheEvents(events);
@@ -288,41 +287,6 @@ class GuardedBackend : public Backend {
       gate_->Submit(CopyIn(call), std::move(start), std::move(done));
     }
   }
-  // A write (or read) for a caller that lends its thread: on it, where a
-  // here slot is free, as reads submitted alone are (SubmitIo), with its
-  // bytes copied in first, here, while the caller's memory is surely there.
-  // Otherwise as RunIo, on a gate thread, answered here once it is done.
-  void RunIoHere(const FileIoRequest& request) override {
-    if (here_limit_ == 0 || request.region != nullptr ||
-        (request.op != FileOp::kWrite && request.op != FileOp::kRead) ||
-        !TakeHereSlot()) {
-      Backend::RunIoHere(request);
-      return;
-    }
-    // Given back when this thread comes back (also should Prepare or the
-    // gate throw); never while the call holds it, which is what bounds the
-    // threads a dead cluster keeps.
-    struct SlotReturn {
-      std::atomic<unsigned>& in_use;
-      ~SlotReturn() { in_use.fetch_sub(1, std::memory_order_acq_rel); }
-    } slot_return{here_in_use_};
-    (request.op == FileOp::kWrite ? writes_here_ : reads_here_)
-        .fetch_add(1, std::memory_order_relaxed);
-    std::shared_ptr<DataCall> call = Prepare(request);
-    if (request.op == FileOp::kWrite && call->data != nullptr) {
-      memcpy(call->data.get(), request.buf, request.len);
-    }
-    gate_->SubmitHere(
-        [call, in = inner_](CallGate::Finish finish) {
-          finish(Move(in, call.get()));
-        },
-        [call](int64_t result, bool gave_up) {
-          FileIoCompletion* completion = call->request.completion;
-          completion->set_path(gave_up ? IoPath::kNone
-                                       : Deliver(*call, result));
-          completion->Complete(result);
-        });
-  }
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
     if (!Bounced(request)) {
       // Device memory: refused at once by the inner backend.
@@ -533,11 +497,9 @@ class GuardedBackend : public Backend {
   std::unique_ptr<CallGate> gate_;
   // Shared with the calls in flight (DataCall), which may outlive us.
   const std::shared_ptr<BounceBuffers> buffers_;
-  // Calls running on their callers' threads (RunsHere, RunIoHere): reads
-  // and writes share the budget.
+  // Reads running on their submitting threads (RunsHere).
   std::atomic<unsigned> here_in_use_{0};
-  std::atomic<uint64_t> reads_here_{0};   // for StatsText
-  std::atomic<uint64_t> writes_here_{0};  // for StatsText
+  std::atomic<uint64_t> reads_here_{0};  // for StatsText
 };
 
 }  // namespace

@@ -21,13 +21,9 @@
 // ceph-fuse runs its calls (CallGate::SubmitHere): no hand-off, and the
 // reply leaves from that thread. Still bounced and still watched: should
 // the gate give up, the watchdog answers the request, and the thread stays
-// where the call holds it. So may writes and reads run through RunIoHere
-// (the FUSE layer's writes: their data is copied into the call's buffer
-// before the call, on that thread, and the watchdog answers them through
-// their completion, not by the thread's return). At most `here_calls` such
-// calls, reads and writes together, at once (the rest go to the gate's
-// threads), so that a dead cluster holds at most that many of the caller's
-// threads (FUSE's: keep it below their number).
+// where the call holds it. At most `here_calls` such calls at once (the
+// rest go to the gate's threads), so that a dead cluster holds at most
+// that many of the caller's threads (FUSE's: keep it below their number).
 #ifndef FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
 #define FGDS_BACKEND_CEPH_GUARDED_BACKEND_H_
 
@@ -40,8 +36,7 @@ namespace fgds::backend {
 
 // `threads`: the calls that may run at once (more wait in the gate's
 // queue, and their wait counts towards the timeout); `here_calls`: reads
-// and writes that may run on their callers' threads at once (0: none,
-// above).
+// that may run on their submitting threads at once (0: none, above).
 std::unique_ptr<Backend> GuardBackend(std::unique_ptr<Backend> inner,
                                       unsigned threads,
                                       std::chrono::milliseconds timeout,

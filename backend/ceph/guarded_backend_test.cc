@@ -29,8 +29,6 @@ class StallingStore : public Backend {
     std::string written ABSL_GUARDED_BY(mu);
     std::atomic<int> finished{0};
     std::atomic<int> running{0};
-    // The threads the data calls ran on, in the order they entered.
-    std::vector<std::thread::id> threads ABSL_GUARDED_BY(mu);
 
     // Holds every data call from now on (false), or lets the held ones and
     // later ones through (true).
@@ -51,10 +49,6 @@ class StallingStore : public Backend {
       : state_(std::move(state)) {}
 
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
-    {
-      fgds::MutexLock lock(&state_->mu);
-      state_->threads.push_back(std::this_thread::get_id());
-    }
     ++state_->running;
     {
       fgds::MutexLock lock(&state_->mu);
@@ -296,120 +290,6 @@ TEST(GuardedBackendTest, ReadsRunOnTheSubmittingThreadWithinTheBudget) {
   delete store;
   EXPECT_EQ(held_buf, std::vector<char>(4096, 'c'));
   EXPECT_EQ(other_buf, std::vector<char>(4096, 'c'));
-}
-
-// RunIoHere (the FUSE layer's writes): with a here slot free, the write
-// runs on the calling thread and is answered there; with the store hung,
-// the write holding the slot is answered -ENOTCONN by the watchdog within
-// the timeout while its thread is still held (so the caller, who replies
-// through the completion, need not wait for the thread), and the store
-// later writes the bytes it was given, not what the caller's memory holds
-// by then.
-TEST(GuardedBackendTest, WritesRunOnTheCallingThreadAndAreAnsweredIfHung) {
-  auto state = std::make_shared<StallingStore::State>();
-  auto* store = new StallingStore(state);
-  auto backend = GuardBackend(std::unique_ptr<Backend>(store), 2,
-                              milliseconds(300), /*here_calls=*/1);
-  std::vector<char> data(8192, 'w');
-  Completion here;
-  backend->RunIoHere(Request(FileOp::kWrite, data, &here));
-  std::thread::id answered_on;
-  EXPECT_EQ(here.Wait(&answered_on), 8192);
-  EXPECT_EQ(answered_on, std::this_thread::get_id());
-  EXPECT_EQ(here.path(), IoPath::kPageCache);
-  {
-    fgds::MutexLock lock(&state->mu);
-    EXPECT_EQ(state->written, std::string(8192, 'w'));
-    ASSERT_EQ(state->threads.size(), 1u);
-    EXPECT_EQ(state->threads[0], std::this_thread::get_id());
-  }
-  EXPECT_NE(backend->StatsText().find(" writes_here=1"), std::string::npos)
-      << backend->StatsText();
-
-  state->SetOpen(false);
-  std::vector<char> held_data(4096, 'h');
-  Completion held;
-  std::atomic<bool> returned{false};
-  const auto start = std::chrono::steady_clock::now();
-  std::thread writer([&] {
-    backend->RunIoHere(Request(FileOp::kWrite, held_data, &held));
-    returned = true;
-  });
-  EXPECT_EQ(held.Wait(&answered_on), -ENOTCONN);
-  // The timeout, and slack for a loaded machine.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(3300));
-  EXPECT_NE(answered_on, writer.get_id());  // the watchdog's
-  EXPECT_EQ(held.path(), IoPath::kNone);
-  EXPECT_FALSE(returned.load());  // still held in the store
-  {
-    fgds::MutexLock lock(&state->mu);
-    ASSERT_EQ(state->threads.size(), 2u);
-    EXPECT_EQ(state->threads[1], writer.get_id());
-  }
-  // The writer's memory is reused once answered.
-  memset(held_data.data(), 'X', held_data.size());
-  // Dead now: a later write fails at once, on this thread.
-  Completion later;
-  backend->RunIoHere(Request(FileOp::kWrite, data, &later));
-  EXPECT_EQ(later.Wait(&answered_on), -ENOTCONN);
-  EXPECT_EQ(answered_on, std::this_thread::get_id());
-  state->SetOpen(true);
-  writer.join();
-  EXPECT_TRUE(returned.load());
-  backend.reset();  // dead: leaves the store to the parked call
-  delete store;
-  fgds::MutexLock lock(&state->mu);
-  EXPECT_EQ(state->written, std::string(4096, 'h'));
-}
-
-// The here slots bound the callers' threads a hung store holds: of four
-// writers, two (the budget) are held in the store on their own threads;
-// the others go to gate threads and, answered -ENOTCONN when the gate
-// gives up, return. Every one is answered.
-TEST(GuardedBackendTest, WritesHoldAtMostTheHereBudgetOfCallerThreads) {
-  auto state = std::make_shared<StallingStore::State>();
-  state->SetOpen(false);
-  auto* store = new StallingStore(state);
-  auto backend = GuardBackend(std::unique_ptr<Backend>(store), 4,
-                              milliseconds(400), /*here_calls=*/2);
-  constexpr int kWriters = 4;
-  std::vector<std::vector<char>> bufs(kWriters, std::vector<char>(4096, 'w'));
-  std::vector<Completion> answers(kWriters);
-  std::atomic<int> returned{0};
-  std::vector<std::thread> writers;
-  for (int i = 0; i < kWriters; ++i) {
-    writers.emplace_back([&, i] {
-      backend->RunIoHere(Request(FileOp::kWrite, bufs[i], &answers[i]));
-      ++returned;
-    });
-  }
-  while (state->running.load() < kWriters) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  for (int i = 0; i < kWriters; ++i) {
-    EXPECT_EQ(answers[i].Wait(), -ENOTCONN);
-  }
-  // The two on gate threads come back with their answers.
-  for (int i = 0; i < 200 && returned.load() < 2; ++i) {
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  EXPECT_EQ(returned.load(), 2);
-  {
-    fgds::MutexLock lock(&state->mu);
-    ASSERT_EQ(state->threads.size(), static_cast<size_t>(kWriters));
-    int on_writers = 0;
-    for (std::thread::id t : state->threads) {
-      for (const std::thread& w : writers) on_writers += t == w.get_id();
-    }
-    EXPECT_EQ(on_writers, 2);
-  }
-  state->SetOpen(true);
-  for (std::thread& w : writers) w.join();
-  EXPECT_EQ(returned.load(), kWriters);
-  backend.reset();
-  state->AwaitFinished(kWriters);
-  ASSERT_EQ(state->finished.load(), kWriters);
-  delete store;
 }
 
 }  // namespace
