@@ -77,7 +77,8 @@ class UnsyncedWrites {
   // `mark`, the handle is told (an fsync): later checks report only newer
   // failures.
   int Check(std::string_view name, uint64_t* told, bool mark);
-  // Files with writes pending or a sync under way (for tests and stats).
+  // Files with writes pending, a sync under way or handles open (for
+  // tests and stats).
   size_t files();
 
  private:
