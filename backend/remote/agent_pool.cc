@@ -430,7 +430,7 @@ void AgentPool::AddCounts(Agent& agent, const ClientCounts& before,
 
 int AgentPool::Sync(std::string_view name, uint64_t* told, bool fsync) {
   UnsyncedWrites::Sync sync = unsynced_.BeginSync(name);
-  int result = sync.earlier_error;
+  int result = 0;
   for (const UnsyncedWrites::Pending& pending : sync.pending) {
     if (pending.agent < 0 ||
         static_cast<size_t>(pending.agent) >= agents_.size()) {
@@ -441,7 +441,8 @@ int AgentPool::Sync(std::string_view name, uint64_t* told, bool fsync) {
   }
   unsynced_.EndSync(name, sync, result);
   // This sync's failure is the newest (Check marks it told with fsync),
-  // or an earlier one that another handle's sync or close met.
+  // or an earlier one that another handle's sync or close met (a sync
+  // this one waited for, too).
   const int earlier = unsynced_.Check(name, told, fsync);
   return result < 0 ? result : earlier;
 }

@@ -25,13 +25,12 @@ UnsyncedWrites::Sync UnsyncedWrites::BeginSync(std::string_view name) {
   if (it == files_.end()) return sync;  // nothing written, nothing under way
   File* file = &it->second;
   if (file->syncing) {
-    const uint64_t seen = file->syncs_done;
     ++file->waiters;
     // The entry stays while it has waiters (EndSync erases none then), so
-    // `file` stays valid across the waits.
+    // `file` stays valid across the waits. A failure of that sync reaches
+    // the waiter's handle through Check.
     while (file->syncing) synced_.Wait(&mu_);
     --file->waiters;
-    if (file->failed_at > seen) sync.earlier_error = file->failure;
   }
   sync.pending = std::move(file->pending);
   file->pending.clear();
@@ -49,9 +48,7 @@ void UnsyncedWrites::EndSync(std::string_view name, const Sync& sync,
     if (it == files_.end()) return;  // cannot be: the entry was syncing
     File& file = it->second;
     file.syncing = false;
-    ++file.syncs_done;
     if (result < 0) {
-      file.failed_at = file.syncs_done;
       file.failure = result;
       file.failure_seq = ++failures_;
     }

@@ -15,7 +15,8 @@
 //
 // Syncs of one file run one at a time: a second fsync must not return
 // while the writes the first one took are still being synced, and it
-// reports the first one's failure if that failed while it waited.
+// reports the first one's failure if that failed while it waited (its
+// handle was open then: below).
 //
 // A failed sync is reported to every handle of the file open when it
 // failed, as Linux reports a failed write-back (errseq): a close (Flush)
@@ -54,8 +55,7 @@ class UnsyncedWrites {
 
   struct Sync {
     std::vector<Pending> pending;  // the agents to sync
-    int earlier_error = 0;  // a sync of the file that failed while waiting
-    bool began = false;     // EndSync is due
+    bool began = false;            // EndSync is due
   };
 
   // A write to `name` acknowledged, not yet durable, by `agent` running
@@ -86,11 +86,9 @@ class UnsyncedWrites {
     std::vector<Pending> pending;
     bool syncing = false;
     int waiters = 0;
-    uint64_t syncs_done = 0;
-    uint64_t failed_at = 0;    // syncs_done when the last failure ended
-    int failure = 0;           // its -errno
+    int failure = 0;           // the last failed sync's -errno
+    uint64_t failure_seq = 0;  // failures_ when it ended
     int opens = 0;             // handles open
-    uint64_t failure_seq = 0;  // failures_ when the last failure ended
   };
   // Erases `it` once nothing needs it.
   void EraseIfIdle(std::unordered_map<std::string, File>::iterator it)

@@ -42,6 +42,7 @@ TEST(UnsyncedWritesTest, WritesToTwoInstancesOfAnAgentAreLost) {
 // first took are not durable until it ends) and reports its failure.
 TEST(UnsyncedWritesTest, ASecondSyncWaitsForTheFirstAndSharesItsFailure) {
   UnsyncedWrites u;
+  uint64_t told = u.Opened("a");  // the second sync's handle
   u.Note("a", 0, 11);
   UnsyncedWrites::Sync first = u.BeginSync("a");
   std::atomic<bool> second_began{false};
@@ -55,8 +56,9 @@ TEST(UnsyncedWritesTest, ASecondSyncWaitsForTheFirstAndSharesItsFailure) {
   u.EndSync("a", first, -EIO);
   t.join();
   EXPECT_TRUE(second.began);
-  EXPECT_EQ(second.earlier_error, -EIO);
   u.EndSync("a", second, 0);
+  EXPECT_EQ(u.Check("a", &told, true), -EIO);
+  u.Closed("a");
   EXPECT_EQ(u.files(), 0u);
 }
 
