@@ -216,7 +216,7 @@ fi
 if ! modprobe "$name"; then
   msg="modprobe $name failed; the kernel log says why:
 $(dmesg 2>/dev/null | grep -iE 'fgds|module' | tail -n 5)"
-  if command -v mokutil >/dev/null && mokutil --sb-state 2>/dev/null | grep -q enabled; then
+  if command -v mokutil >/dev/null && mokutil --sb-state 2>/dev/null | grep enabled >/dev/null; then
     msg+="
   Secure Boot is on: enroll DKMS's signing key (mokutil --import /var/lib/dkms/mok.pub) and reboot."
   fi

@@ -46,7 +46,7 @@ mkdir -p "$mountpoint" "$data"
 fgds="$prefix/sbin/fgds"
 is_mounted() {  # an fgds mount at exactly $mountpoint
   awk -v m="$mountpoint" '$5 == m { for (i = 7; i < NF; i++) if ($i == "-") { print $(i + 1); break } }' \
-    /proc/self/mountinfo | grep -qx fuse.fgds
+    /proc/self/mountinfo | grep -x fuse.fgds >/dev/null
 }
 if is_mounted; then
   echo "setup: replacing the running mount at $mountpoint"

@@ -63,7 +63,7 @@ run_stage() {
   local log="$repo/$dir.build.log"
   if ! { cmake -S "$repo" -B "$repo/$dir" "$@" &&
          cmake --build "$repo/$dir" -j"$jobs"; } >"$log" 2>&1; then
-    grep -E -A8 "error|Error" "$log" | head -n 60
+    grep -E -A8 "error|Error" "$log" | head -n 60 || true
     echo "=== stage $name FAILED to build (log: $log) ==="
     failed+=("$name")
     return
@@ -118,14 +118,16 @@ run_libfuse314() {
            -DFGDS_LIBFUSE_PREFIX=/nonexistent &&
          cmake --build "$dir" -j"$jobs" --target fgds "${suites[@]}"; } \
        >"$log" 2>&1; then
-    grep -E -A8 "error|Error" "$log" | head -n 60
+    grep -E -A8 "error|Error" "$log" | head -n 60 || true
     echo "=== stage libfuse314 FAILED to build (log: $log) ==="
     failed+=(libfuse314)
     return
   fi
   local ok=1
-  # It must really be the system's libfuse, not the private one.
-  if ! ldd "$dir/tools/fgds" | grep -q "libfuse3.so.3 => /lib/"; then
+  # It must really be the system's libfuse, not the private one. (grep
+  # reads all of it: with pipefail, a grep -q that stops early can leave ldd
+  # dead of SIGPIPE and the check failing, as it did once in CI.)
+  if ! ldd "$dir/tools/fgds" | grep "libfuse3.so.3 => /lib/" >/dev/null; then
     echo "libfuse314: fgds is not linked with the system's libfuse:"
     ldd "$dir/tools/fgds" | grep libfuse
     ok=0

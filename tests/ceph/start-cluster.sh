@@ -74,7 +74,7 @@ trap 'fail "interrupted"' INT TERM
 port=
 for _ in $(seq 50); do
   p=$((20000 + RANDOM % 10000))
-  if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then port=$p; break; fi
+  if ! ss -Htln "sport = :$p" 2>/dev/null | grep . >/dev/null; then port=$p; break; fi
 done
 [ -n "$port" ] || fail "no free port"
 
@@ -196,8 +196,8 @@ cli auth get-or-create mds.a mon 'allow profile mds' osd 'allow rw tag cephfs *=
   fail "mds key"
 launch mds.a ceph-mds -i a --conf "$D/ceph.conf"
 
-osds_up() { cli osd stat 2>/dev/null | grep -q "$osds osds: $osds up"; }
-mds_active() { cli mds stat 2>/dev/null | grep -q "up:active"; }
+osds_up() { cli osd stat 2>/dev/null | grep "$osds osds: $osds up" >/dev/null; }
+mds_active() { cli mds stat 2>/dev/null | grep "up:active" >/dev/null; }
 wait_for "$osds OSDs up" osds_up
 wait_for "an active MDS" mds_active
 trap - INT TERM
