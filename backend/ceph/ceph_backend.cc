@@ -203,9 +203,10 @@ class CephBackend : public Backend {
     int mask = 0;
     const struct stat& a = request.attr;
     if (request.valid & kSetMode) {
-      // The kernel clears the set-id bits of a file its writer does not
-      // own with a SETATTR in the writer's name (we leave killing
-      // privileges to it). Ceph lets only the owner chmod, so that part
+      // The set-id bits of a file its writer does not own are cleared
+      // with a SETATTR in the writer's name: the kernel's, or with
+      // FUSE_HANDLE_KILLPRIV_V2 KillSetIdBits (fusefs/fuse_features.cc)
+      // at the kernel's word. Ceph lets only the owner chmod, so that part
       // runs as the daemon: it is what write(2) and truncate(2) do to any
       // file, owned or not.
       struct ceph_statx now = {};
