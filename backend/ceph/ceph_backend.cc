@@ -418,7 +418,13 @@ class CephBackend : public Backend {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
     CallPerm perm(perms_);
-    return ceph_ll_removexattr(cmount_, in, name, perm.get());
+    // A file's capabilities go as the daemon: the kernel asks for their
+    // removal itself when it drops privileges (a chown, in the chowner's
+    // name, who need not be a writer, whom alone Ceph lets remove a
+    // security.* xattr), and lets a process ask only with CAP_SETFCAP.
+    const bool capability = std::strcmp(name, "security.capability") == 0;
+    return ceph_ll_removexattr(cmount_, in, name,
+                               capability ? perms_ : perm.get());
   }
 
   int Open(NodeId node, int flags, File** out) override {

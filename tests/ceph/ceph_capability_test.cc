@@ -283,6 +283,25 @@ TEST_F(CephCapabilityTest, ChownByRootDropsIt) {
   EXPECT_EQ(st.st_uid, bob_.uid);
 }
 
+// The owner's chgrp of a file nobody may write: the kernel removes the
+// capability itself (a removexattr in the owner's name, which Ceph alone
+// would refuse: it lets only writers of a file remove a security.* xattr),
+// then the chgrp goes on.
+TEST_F(CephCapabilityTest, ChgrpByTheOwnerOfAReadOnlyFileDropsIt) {
+  Create("g", 0555);
+  ASSERT_EQ(chown(Other("g").c_str(), bob_.uid, bob_.gid), 0);
+  SetCap("g");
+  EXPECT_EQ(RunAsUser(bob_,
+                      [&] {
+                        return chown(Slow("g").c_str(), static_cast<uid_t>(-1),
+                                     bob_.gid) == 0
+                                   ? 0
+                                   : errno;
+                      }),
+            0);
+  ExpectCapGone("g");
+}
+
 // A usrbio write never passes through the kernel: only the daemon can drop
 // the capability.
 TEST_F(CephCapabilityTest, RingWriteByAnotherUserDropsIt) {
