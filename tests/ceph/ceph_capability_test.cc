@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
 #include "tests/integration/usrbio_harness.h"
+#include "tests/lib/file_contents.h"
 #include "tests/lib/test_users.h"
 
 namespace fgds::testing {
@@ -300,6 +301,32 @@ TEST_F(CephCapabilityTest, ChgrpByTheOwnerOfAReadOnlyFileDropsIt) {
                       }),
             0);
   ExpectCapGone("g");
+}
+
+// The count of op `op` in the mount's /.fgds/stats (~0: no such row).
+uint64_t OpCount(const std::string& mountpoint, const std::string& op) {
+  std::string stats = ReadAll(mountpoint + "/.fgds/stats");
+  size_t at = stats.find("\n" + op + " ");
+  if (at == std::string::npos) return ~0ull;
+  return std::stoull(
+      stats.substr(stats.find_first_not_of(' ', at + op.size() + 1)));
+}
+
+// What FUSE_HANDLE_KILLPRIV_V2 is for: the kernel no longer asks for
+// security.capability before each write (once per inode, then S_NOSEC).
+TEST_F(CephCapabilityTest, SmallWritesAskNoGetxattrEach) {
+  Create("n", 0644);
+  const uint64_t before = OpCount(slow_->mountpoint(), "getxattr");
+  ASSERT_NE(before, ~0ull);
+  int fd = open(Slow("n").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const std::vector<char> data(kBlock, 'n');
+  for (int i = 0; i < 64; ++i) {
+    ASSERT_EQ(pwrite(fd, data.data(), kBlock, i * kBlock),
+              static_cast<ssize_t>(kBlock));
+  }
+  ASSERT_EQ(close(fd), 0);
+  EXPECT_LE(OpCount(slow_->mountpoint(), "getxattr") - before, 2u);
 }
 
 // A usrbio write never passes through the kernel: only the daemon can drop
