@@ -418,10 +418,11 @@ class CephBackend : public Backend {
     Inode* in = Get(node);
     if (in == nullptr) return -ESTALE;
     CallPerm perm(perms_);
-    // A file's capabilities go as the daemon: the kernel asks for their
-    // removal itself when it drops privileges (a chown, in the chowner's
-    // name, who need not be a writer, whom alone Ceph lets remove a
-    // security.* xattr), and lets a process ask only with CAP_SETFCAP.
+    // A file's capabilities go as the daemon. The kernel removes them
+    // itself when it drops privileges on a chown, in the chowner's name,
+    // and Ceph lets only a writer of the file remove a security.* xattr
+    // (the owner's chgrp of a 0555 file failed: EACCES); a process gets
+    // this far only with CAP_SETFCAP (cap_inode_removexattr).
     const bool capability = std::strcmp(name, "security.capability") == 0;
     return ceph_ll_removexattr(cmount_, in, name,
                                capability ? perms_ : perm.get());
