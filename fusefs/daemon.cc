@@ -431,6 +431,15 @@ absl::Status ServeMount(const DaemonOptions& options,
   fs->fuse_uring_blocker =
       FuseUringBlocker(options, options.backend == "local");
   fs->backing_stacked = OnStackedFilesystem(options.data_dir);
+  // The ceph backend clears set-id bits on the kernel's word
+  // (fuse_features.cc) and drops file capabilities itself
+  // (DropCapability); the local one keeps the kernel's own clearing
+  // without passthrough. Not with the writeback cache: a write's bytes
+  // then reach the daemon only at writeback, and an S_NOSEC inode would
+  // keep a capability another client set until then, while the new bytes
+  // are already in this mount's page cache (to exec).
+  fs->killpriv_v2_without_passthrough =
+      options.backend == "ceph" && !options.writeback_cache;
   for (const auto& [mode, blocker, name] :
        {std::tuple{options.passthrough, fs->passthrough_blocker, "passthrough"},
         std::tuple{options.fuse_uring, fs->fuse_uring_blocker, "fuse-uring"}}) {

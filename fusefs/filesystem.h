@@ -58,6 +58,9 @@ struct Filesystem {
   // blockers are found before mounting; the states are decided in init.
   std::string passthrough_blocker;
   std::string fuse_uring_blocker;
+  // Ask for FUSE_HANDLE_KILLPRIV_V2 (killpriv_v2 below) even without
+  // passthrough: the ceph backend's (fuse_features.cc). Set before init.
+  bool killpriv_v2_without_passthrough = false;
   // The backing directory is on a stacked filesystem (overlayfs, FUSE):
   // passthrough then tells the kernel its files are stacked.
   bool backing_stacked = false;
@@ -67,7 +70,8 @@ struct Filesystem {
       OpenBackingWithoutFsetid,
       [](void* req, int backing_id) { CloseBacking(req, backing_id); }};
   // The kernel leaves killing set-id bits on write, truncate and open with
-  // O_TRUNC to us (FUSE_HANDLE_KILLPRIV_V2, asked for with passthrough): it
+  // O_TRUNC to us (FUSE_HANDLE_KILLPRIV_V2, asked for with passthrough, or
+  // with killpriv_v2_without_passthrough): it
   // then stops asking for security.capability before every write. Set in
   // init.
   std::atomic<bool> killpriv_v2{false};

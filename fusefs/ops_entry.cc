@@ -165,7 +165,8 @@ void DoSetattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
   struct stat out;
   int res = fs.backend->SetAttr(ino, request, &out);
   // An unprivileged truncate or chown (FUSE_HANDLE_KILLPRIV_V2, asked for
-  // with passthrough: fuse_features.cc) clears set-id bits.
+  // with passthrough or the ceph backend: fuse_features.cc) clears set-id
+  // bits.
   if (res == 0 && (to_set & FUSE_SET_ATTR_KILL_SUID) &&
       fs.killpriv_v2.load(std::memory_order_acquire)) {
     res = KillSetIdBits(fs, ino);
