@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <deque>
 #include <list>
 #include <thread>
 #include <utility>
@@ -17,6 +16,11 @@ namespace fgds::backend {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+uint64_t Nanos(Clock::duration d) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
 
 struct Job {
   std::function<void()> prologue;  // may be empty
@@ -47,16 +51,39 @@ struct CallGate::State {
   mutable fgds::Mutex mu;
   fgds::CondVar work;     // a job queued, or stopping
   fgds::CondVar changed;  // workers exited, stopping, or the gate died
-  std::deque<std::shared_ptr<Job>> queue ABSL_GUARDED_BY(mu);
+  // A list, not a deque: a batch's jobs are spliced in, all or none.
+  std::list<std::shared_ptr<Job>> queue ABSL_GUARDED_BY(mu);
   // Queued and running jobs, oldest first (they are added in time order).
   std::list<std::shared_ptr<Job>> in_flight ABSL_GUARDED_BY(mu);
   bool dead ABSL_GUARDED_BY(mu) = false;
   bool stopping ABSL_GUARDED_BY(mu) = false;
   bool watchdog_stop ABSL_GUARDED_BY(mu) = false;
   unsigned workers_running ABSL_GUARDED_BY(mu) = 0;
+  // Workers waiting for a job, and whether one was woken that has not
+  // taken one yet (then a worker leaving jobs queued wakes no other: the
+  // one on its way takes them, and wakes the next if they last).
+  unsigned idle ABSL_GUARDED_BY(mu) = 0;
+  bool wake_pending ABSL_GUARDED_BY(mu) = false;
+  CallGate::Counters counters ABSL_GUARDED_BY(mu);
 
   std::vector<std::thread> workers;
   std::thread watchdog;
+
+  // Wakes an idle worker for the queue, unless one is on its way already.
+  static void WakeOne(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.wake_pending || s.idle == 0) return;
+    s.wake_pending = true;
+    ++s.counters.wakes;
+    s.work.Signal();
+  }
+
+  // Enters `job` among the calls in flight, queued (REQUIRES: not dead).
+  static void Enter(State& s, const std::shared_ptr<Job>& job,
+                    Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    job->since = now;
+    s.in_flight.push_back(job);
+    job->at = std::prev(s.in_flight.end());
+  }
 
   // Answers job with `result` unless it was answered already.
   static void Finish(const std::shared_ptr<State>& state,
@@ -73,10 +100,14 @@ struct CallGate::State {
   static void Worker(const std::shared_ptr<State>& state) {
     for (;;) {
       std::shared_ptr<Job> job;
+      Clock::time_point taken;
       {
         fgds::MutexLock lock(&state->mu);
         while (!state->stopping && state->queue.empty()) {
+          ++state->idle;
           state->work.Wait(&state->mu);
+          --state->idle;
+          state->wake_pending = false;
         }
         if (state->queue.empty()) {
           --state->workers_running;
@@ -86,6 +117,13 @@ struct CallGate::State {
         job = std::move(state->queue.front());
         state->queue.pop_front();
         job->in_prologue = job->prologue != nullptr;
+        taken = Clock::now();
+        ++state->counters.calls;
+        state->counters.wait_ns += Nanos(taken - job->since);
+        // Jobs still wait (a batch's): one more thread, in case this job
+        // blocks; if it does not, this thread takes them itself meanwhile,
+        // and the woken one finds fewer, or none (SubmitBatch).
+        if (!state->queue.empty()) WakeOne(*state);
       }
       if (job->prologue) {
         job->prologue();
@@ -101,6 +139,9 @@ struct CallGate::State {
         }
       }
       job->start([state, job](int64_t result) { Finish(state, job, result); });
+      const uint64_t ran = Nanos(Clock::now() - taken);
+      fgds::MutexLock lock(&state->mu);
+      state->counters.run_ns += ran;
     }
   }
 
@@ -198,15 +239,51 @@ void CallGate::Submit(std::function<void()> prologue,
   {
     fgds::MutexLock lock(&state_->mu);
     if (!state_->dead) {
-      job->since = Clock::now();
-      state_->in_flight.push_back(job);
-      job->at = std::prev(state_->in_flight.end());
+      State::Enter(*state_, job, Clock::now());
       state_->queue.push_back(job);
-      state_->work.Signal();
+      // One thread per call submitted alone, as callers that each wait
+      // for their own call expect (the namespace calls): not just one
+      // on its way.
+      if (state_->idle > 0) {
+        state_->wake_pending = true;
+        ++state_->counters.wakes;
+        state_->work.Signal();
+      }
       return;
     }
   }
   job->done(-ENOTCONN, true);
+}
+
+void CallGate::SubmitBatch(std::vector<Call> calls) {
+  if (calls.empty()) return;
+  // Every allocation first (jobs and list nodes), so that either all are
+  // entered or, thrown, none.
+  std::list<std::shared_ptr<Job>> jobs, queued;
+  for (Call& call : calls) {
+    auto job = std::make_shared<Job>();
+    job->prologue = std::move(call.prologue);
+    job->start = std::move(call.start);
+    job->done = std::move(call.done);
+    jobs.push_back(job);
+    queued.push_back(std::move(job));
+  }
+  {
+    fgds::MutexLock lock(&state_->mu);
+    if (!state_->dead) {
+      const Clock::time_point now = Clock::now();
+      for (auto it = jobs.begin(); it != jobs.end(); ++it) {
+        (*it)->since = now;
+        (*it)->at = it;
+      }
+      // Splicing keeps the iterators (`at`) valid, now into in_flight.
+      state_->in_flight.splice(state_->in_flight.end(), jobs);
+      state_->queue.splice(state_->queue.end(), queued);
+      State::WakeOne(*state_);
+      return;
+    }
+  }
+  for (auto& job : queued) job->done(-ENOTCONN, true);
 }
 
 void CallGate::SubmitHere(std::function<void(Finish)> start, Done done) {
@@ -216,9 +293,7 @@ void CallGate::SubmitHere(std::function<void(Finish)> start, Done done) {
   {
     fgds::MutexLock lock(&state_->mu);
     if (!state_->dead) {
-      job->since = Clock::now();
-      state_->in_flight.push_back(job);
-      job->at = std::prev(state_->in_flight.end());
+      State::Enter(*state_, job, Clock::now());
       entered = true;
     }
   }
@@ -255,6 +330,11 @@ int64_t CallGate::Run(std::function<int64_t()> call) {
 bool CallGate::dead() const {
   fgds::MutexLock lock(&state_->mu);
   return state_->dead;
+}
+
+CallGate::Counters CallGate::counters() const {
+  fgds::MutexLock lock(&state_->mu);
+  return state_->counters;
 }
 
 }  // namespace fgds::backend

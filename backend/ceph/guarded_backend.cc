@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/bounce_buffers.h"
 #include "backend/ceph/call_gate.h"
@@ -68,10 +69,13 @@ class GuardedBackend : public Backend {
     return inner_->ReachesDeviceMemory();
   }
   std::string StatsText() const override {
+    const CallGate::Counters c = gate_->counters();
     return absl::StrCat(
         inner_->StatsText(), "# ceph-gate: timeout_ms=", timeout_.count(),
         " dead=", gate_->dead() ? 1 : 0,
-        " reads_here=", reads_here_.load(std::memory_order_relaxed), "\n");
+        " reads_here=", reads_here_.load(std::memory_order_relaxed),
+        " calls=", c.calls, " wakes=", c.wakes, " wait_ns=", c.wait_ns,
+        " run_ns=", c.run_ns, "\n");
   }
   void SetCacheEvents(CacheEvents* events) override {
     inner_->SetCacheEvents(events);
@@ -253,16 +257,23 @@ class GuardedBackend : public Backend {
   }
 
   // Each request is one gate job that moves the bytes itself, in the gate
-  // thread (the inner backend's RunIo): one hand-off per request, where
-  // handing the call to the inner backend's pool would add a second.
+  // thread (the inner backend's RunIo): one hand-off per request at most,
+  // where handing the call to the inner backend's pool would add a second.
+  // A batch (a usrbio ring's) goes to the gate as one (SubmitBatch): it
+  // wakes one gate thread, which serves the batch's requests one after
+  // another while they are fast (reads of libcephfs's cache), and wakes
+  // more only while requests are left waiting (reads that go to the OSDs
+  // spread over several threads). Each request still completes on its
+  // own, as soon as it is done, and each is watched by the gate from now.
   void SubmitIo(std::span<const FileIoRequest> batch) override {
+    std::vector<CallGate::Call> calls;
+    calls.reserve(batch.size());
+    // Device memory: refused by the inner backend, at once, once nothing
+    // else can throw (SubmitIo's contract: all started, or none).
+    absl::InlinedVector<const FileIoRequest*, 4> refused;
     for (const FileIoRequest& request : batch) {
       if (!Bounced(request)) {
-        // Device memory: refused at once by the inner backend.
-        IoPath path = IoPath::kNone;
-        const int64_t res = inner_->RunIo(request, &path);
-        request.completion->set_path(path);
-        request.completion->Complete(res);
+        refused.push_back(&request);
         continue;
       }
       std::shared_ptr<DataCall> call = Prepare(request);
@@ -284,7 +295,20 @@ class GuardedBackend : public Backend {
         here_in_use_.fetch_sub(1, std::memory_order_acq_rel);
         continue;
       }
-      gate_->Submit(CopyIn(call), std::move(start), std::move(done));
+      calls.push_back({CopyIn(call), std::move(start), std::move(done)});
+    }
+    if (calls.size() == 1) {
+      CallGate::Call& c = calls.front();
+      gate_->Submit(std::move(c.prologue), std::move(c.start),
+                    std::move(c.done));
+    } else if (!calls.empty()) {
+      gate_->SubmitBatch(std::move(calls));
+    }
+    for (const FileIoRequest* request : refused) {
+      IoPath path = IoPath::kNone;
+      const int64_t res = inner_->RunIo(*request, &path);
+      request->completion->set_path(path);
+      request->completion->Complete(res);
     }
   }
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
