@@ -98,11 +98,14 @@ struct CallGate::State {
   }
 
   static void Worker(const std::shared_ptr<State>& state) {
+    uint64_t ran_ns = 0;  // the last call's, counted at the next take
     for (;;) {
       std::shared_ptr<Job> job;
       Clock::time_point taken;
       {
         fgds::MutexLock lock(&state->mu);
+        state->counters.run_ns += ran_ns;
+        ran_ns = 0;
         while (!state->stopping && state->queue.empty()) {
           ++state->idle;
           state->work.Wait(&state->mu);
@@ -139,9 +142,7 @@ struct CallGate::State {
         }
       }
       job->start([state, job](int64_t result) { Finish(state, job, result); });
-      const uint64_t ran = Nanos(Clock::now() - taken);
-      fgds::MutexLock lock(&state->mu);
-      state->counters.run_ns += ran;
+      ran_ns = Nanos(Clock::now() - taken);
     }
   }
 
