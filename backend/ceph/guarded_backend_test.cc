@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -338,8 +339,13 @@ TEST(GuardedBackendTest, ABatchOfFastRequestsTakesFewHandOffs) {
     EXPECT_EQ(bufs[i], std::vector<char>(4096, 'r')) << i;
   }
   const int64_t wakes = StatOf(*backend, "wakes") - wakes_before;
+  printf("gate: a batch of %d fast requests woke %lld gate threads\n",
+         kRequests, static_cast<long long>(wakes));
   EXPECT_GE(wakes, 1);
-  EXPECT_LE(wakes, kRequests / 4) << "one hand-off per request, or close";
+  // How many more than one depends on how fast a woken thread comes
+  // (3-17 of 64 under TSan, 2-5 in a release build here): each one that finds
+  // calls still waiting wakes the next. One per request before batches.
+  EXPECT_LE(wakes, kRequests / 2) << "one hand-off per request, or close";
   EXPECT_EQ(StatOf(*backend, "calls"), kRequests);
 }
 
