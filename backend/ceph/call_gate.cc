@@ -59,22 +59,28 @@ struct CallGate::State {
   bool stopping ABSL_GUARDED_BY(mu) = false;
   bool watchdog_stop ABSL_GUARDED_BY(mu) = false;
   unsigned workers_running ABSL_GUARDED_BY(mu) = 0;
-  // Workers waiting for a job, and whether one was woken that has not
-  // taken one yet (then a worker leaving jobs queued wakes no other: the
-  // one on its way takes them, and wakes the next if they last).
+  // Workers waiting for a job, and how many of them were signalled and
+  // have not woken yet: a call submitted alone signals a waiter not yet
+  // signalled (one thread per call, as before batches); a worker leaving
+  // calls queued wakes one only while none is on its way (that one takes
+  // them, and wakes the next if they last).
   unsigned idle ABSL_GUARDED_BY(mu) = 0;
-  bool wake_pending ABSL_GUARDED_BY(mu) = false;
+  unsigned wakes_pending ABSL_GUARDED_BY(mu) = 0;
   CallGate::Counters counters ABSL_GUARDED_BY(mu);
 
   std::vector<std::thread> workers;
   std::thread watchdog;
 
-  // Wakes an idle worker for the queue, unless one is on its way already.
-  static void WakeOne(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    if (s.wake_pending || s.idle == 0) return;
-    s.wake_pending = true;
+  // Signals a waiting worker not signalled yet, if there is one.
+  static void Wake(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.idle <= s.wakes_pending) return;
+    ++s.wakes_pending;
     ++s.counters.wakes;
     s.work.Signal();
+  }
+  // Wakes a worker for the queue, unless one is on its way already.
+  static void WakeOne(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.wakes_pending == 0) Wake(s);
   }
 
   // Enters `job` among the calls in flight, queued (REQUIRES: not dead).
@@ -110,7 +116,9 @@ struct CallGate::State {
           ++state->idle;
           state->work.Wait(&state->mu);
           --state->idle;
-          state->wake_pending = false;
+          // (Counted down by whoever wakes, signalled or not: at worst a
+          // spurious wakeup lets one more signal through.)
+          if (state->wakes_pending > 0) --state->wakes_pending;
         }
         if (state->queue.empty()) {
           --state->workers_running;
@@ -243,13 +251,9 @@ void CallGate::Submit(std::function<void()> prologue,
       State::Enter(*state_, job, Clock::now());
       state_->queue.push_back(job);
       // One thread per call submitted alone, as callers that each wait
-      // for their own call expect (the namespace calls): not just one
-      // on its way.
-      if (state_->idle > 0) {
-        state_->wake_pending = true;
-        ++state_->counters.wakes;
-        state_->work.Signal();
-      }
+      // for their own call expect (the namespace calls, large requests):
+      // not just one on its way.
+      State::Wake(*state_);
       return;
     }
   }
