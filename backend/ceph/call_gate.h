@@ -73,7 +73,7 @@ class CallGate {
   // own, as soon as it ends; each one's wait counted from now), but wakes
   // one gate thread for the lot instead of one per call. A gate thread
   // that takes a call while more wait in the queue wakes one more (unless
-  // one it woke has not taken its call yet): fast calls are served one
+  // a thread woken earlier is not awake yet): fast calls are served one
   // after another by the threads already awake, while one that blocks
   // leaves the rest to the threads it woke, which spread further as long
   // as calls still wait. Either all calls are submitted or, should it
