@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <deque>
 #include <list>
 #include <thread>
 #include <utility>
@@ -17,6 +16,11 @@ namespace fgds::backend {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+uint64_t Nanos(Clock::duration d) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
 
 struct Job {
   std::function<void()> prologue;  // may be empty
@@ -47,16 +51,45 @@ struct CallGate::State {
   mutable fgds::Mutex mu;
   fgds::CondVar work;     // a job queued, or stopping
   fgds::CondVar changed;  // workers exited, stopping, or the gate died
-  std::deque<std::shared_ptr<Job>> queue ABSL_GUARDED_BY(mu);
+  // A list, not a deque: a batch's jobs are spliced in, all or none.
+  std::list<std::shared_ptr<Job>> queue ABSL_GUARDED_BY(mu);
   // Queued and running jobs, oldest first (they are added in time order).
   std::list<std::shared_ptr<Job>> in_flight ABSL_GUARDED_BY(mu);
   bool dead ABSL_GUARDED_BY(mu) = false;
   bool stopping ABSL_GUARDED_BY(mu) = false;
   bool watchdog_stop ABSL_GUARDED_BY(mu) = false;
   unsigned workers_running ABSL_GUARDED_BY(mu) = 0;
+  // Workers waiting for a job, and how many of them were signalled and
+  // have not woken yet: a call submitted alone signals a waiter not yet
+  // signalled (one thread per call, as before batches); a worker leaving
+  // calls queued wakes one only while none is on its way (that one takes
+  // them, and wakes the next if they last).
+  unsigned idle ABSL_GUARDED_BY(mu) = 0;
+  unsigned wakes_pending ABSL_GUARDED_BY(mu) = 0;
+  CallGate::Counters counters ABSL_GUARDED_BY(mu);
 
   std::vector<std::thread> workers;
   std::thread watchdog;
+
+  // Signals a waiting worker not signalled yet, if there is one.
+  static void Wake(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.idle <= s.wakes_pending) return;
+    ++s.wakes_pending;
+    ++s.counters.wakes;
+    s.work.Signal();
+  }
+  // Wakes a worker for the queue, unless one is on its way already.
+  static void WakeOne(State& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.wakes_pending == 0) Wake(s);
+  }
+
+  // Enters `job` among the calls in flight, queued (REQUIRES: not dead).
+  static void Enter(State& s, const std::shared_ptr<Job>& job,
+                    Clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    job->since = now;
+    s.in_flight.push_back(job);
+    job->at = std::prev(s.in_flight.end());
+  }
 
   // Answers job with `result` unless it was answered already.
   static void Finish(const std::shared_ptr<State>& state,
@@ -71,12 +104,21 @@ struct CallGate::State {
   }
 
   static void Worker(const std::shared_ptr<State>& state) {
+    uint64_t ran_ns = 0;  // the last call's, counted at the next take
     for (;;) {
       std::shared_ptr<Job> job;
+      Clock::time_point taken;
       {
         fgds::MutexLock lock(&state->mu);
+        state->counters.run_ns += ran_ns;
+        ran_ns = 0;
         while (!state->stopping && state->queue.empty()) {
+          ++state->idle;
           state->work.Wait(&state->mu);
+          --state->idle;
+          // (Counted down by whoever wakes, signalled or not: at worst a
+          // spurious wakeup lets one more signal through.)
+          if (state->wakes_pending > 0) --state->wakes_pending;
         }
         if (state->queue.empty()) {
           --state->workers_running;
@@ -86,6 +128,13 @@ struct CallGate::State {
         job = std::move(state->queue.front());
         state->queue.pop_front();
         job->in_prologue = job->prologue != nullptr;
+        taken = Clock::now();
+        ++state->counters.calls;
+        state->counters.wait_ns += Nanos(taken - job->since);
+        // Jobs still wait (a batch's): one more thread, in case this job
+        // blocks; if it does not, this thread takes them itself meanwhile,
+        // and the woken one finds fewer, or none (SubmitBatch).
+        if (!state->queue.empty()) WakeOne(*state);
       }
       if (job->prologue) {
         job->prologue();
@@ -101,6 +150,7 @@ struct CallGate::State {
         }
       }
       job->start([state, job](int64_t result) { Finish(state, job, result); });
+      ran_ns = Nanos(Clock::now() - taken);
     }
   }
 
@@ -198,15 +248,47 @@ void CallGate::Submit(std::function<void()> prologue,
   {
     fgds::MutexLock lock(&state_->mu);
     if (!state_->dead) {
-      job->since = Clock::now();
-      state_->in_flight.push_back(job);
-      job->at = std::prev(state_->in_flight.end());
+      State::Enter(*state_, job, Clock::now());
       state_->queue.push_back(job);
-      state_->work.Signal();
+      // One thread per call submitted alone, as callers that each wait
+      // for their own call expect (the namespace calls, large requests):
+      // not just one on its way.
+      State::Wake(*state_);
       return;
     }
   }
   job->done(-ENOTCONN, true);
+}
+
+void CallGate::SubmitBatch(std::vector<Call> calls) {
+  if (calls.empty()) return;
+  // Every allocation first (jobs and list nodes), so that either all are
+  // entered or, thrown, none.
+  std::list<std::shared_ptr<Job>> jobs, queued;
+  for (Call& call : calls) {
+    auto job = std::make_shared<Job>();
+    job->prologue = std::move(call.prologue);
+    job->start = std::move(call.start);
+    job->done = std::move(call.done);
+    jobs.push_back(job);
+    queued.push_back(std::move(job));
+  }
+  {
+    fgds::MutexLock lock(&state_->mu);
+    if (!state_->dead) {
+      const Clock::time_point now = Clock::now();
+      for (auto it = jobs.begin(); it != jobs.end(); ++it) {
+        (*it)->since = now;
+        (*it)->at = it;
+      }
+      // Splicing keeps the iterators (`at`) valid, now into in_flight.
+      state_->in_flight.splice(state_->in_flight.end(), jobs);
+      state_->queue.splice(state_->queue.end(), queued);
+      State::WakeOne(*state_);
+      return;
+    }
+  }
+  for (auto& job : queued) job->done(-ENOTCONN, true);
 }
 
 void CallGate::SubmitHere(std::function<void(Finish)> start, Done done) {
@@ -216,9 +298,7 @@ void CallGate::SubmitHere(std::function<void(Finish)> start, Done done) {
   {
     fgds::MutexLock lock(&state_->mu);
     if (!state_->dead) {
-      job->since = Clock::now();
-      state_->in_flight.push_back(job);
-      job->at = std::prev(state_->in_flight.end());
+      State::Enter(*state_, job, Clock::now());
       entered = true;
     }
   }
@@ -255,6 +335,11 @@ int64_t CallGate::Run(std::function<int64_t()> call) {
 bool CallGate::dead() const {
   fgds::MutexLock lock(&state_->mu);
   return state_->dead;
+}
+
+CallGate::Counters CallGate::counters() const {
+  fgds::MutexLock lock(&state_->mu);
+  return state_->counters;
 }
 
 }  // namespace fgds::backend

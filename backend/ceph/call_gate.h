@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace fgds::backend {
 
@@ -62,6 +63,23 @@ class CallGate {
   void Submit(std::function<void()> prologue, std::function<void(Finish)> start,
               Done done);
 
+  // One call of SubmitBatch: Submit's arguments (prologue may be empty).
+  struct Call {
+    std::function<void()> prologue;
+    std::function<void(Finish)> start;
+    Done done;
+  };
+  // Submits every call of `calls` as Submit does (each answered on its
+  // own, as soon as it ends; each one's wait counted from now), but wakes
+  // one gate thread for the lot instead of one per call. A gate thread
+  // that takes a call while more wait in the queue wakes one more (unless
+  // a thread woken earlier is not awake yet): fast calls are served one
+  // after another by the threads already awake, while one that blocks
+  // leaves the rest to the threads it woke, which spread further as long
+  // as calls still wait. Either all calls are submitted or, should it
+  // throw std::bad_alloc, none.
+  void SubmitBatch(std::vector<Call> calls);
+
   // The same as Submit, but `start` runs here, on the calling thread (a
   // caller that lends its thread: one hand-off less), after the call was
   // entered among those the watchdog watches. Should the gate give up on
@@ -72,6 +90,16 @@ class CallGate {
   void SubmitHere(std::function<void(Finish)> start, Done done);
 
   bool dead() const;
+  // Since the start, for the stats and tests: calls run on gate threads;
+  // times a gate thread was woken for one (a hand-off); the time they
+  // waited in the queue, and ran (prologue and call, until it returned).
+  struct Counters {
+    uint64_t calls = 0;
+    uint64_t wakes = 0;
+    uint64_t wait_ns = 0;
+    uint64_t run_ns = 0;
+  };
+  Counters counters() const;
 
  private:
   struct State;

@@ -3,10 +3,13 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/mutex.h"
 #include "gtest/gtest.h"
 
@@ -265,6 +268,157 @@ TEST(CallGateTest, CallsOnTheCallersThreadAreWatchedToo) {
   fgds::MutexLock lock(&answer->mu);
   EXPECT_EQ(answer->calls, 1);
   EXPECT_EQ(answer->result, -ENOTCONN);
+}
+
+// Answers of a batch's calls, by index: how many times each was answered,
+// its last result and whether it was given up on.
+struct BatchAnswers {
+  explicit BatchAnswers(size_t n) : calls(n, 0), results(n, 0), gave_up(n) {}
+  fgds::Mutex mu;
+  fgds::CondVar cv;
+  std::vector<int> calls ABSL_GUARDED_BY(mu);
+  std::vector<int64_t> results ABSL_GUARDED_BY(mu);
+  std::vector<bool> gave_up ABSL_GUARDED_BY(mu);
+  int answered ABSL_GUARDED_BY(mu) = 0;
+
+  CallGate::Done DoneOf(size_t i) {
+    return [this, i](int64_t result, bool given_up) {
+      fgds::MutexLock lock(&mu);
+      ++calls[i];
+      results[i] = result;
+      gave_up[i] = given_up;
+      ++answered;
+      cv.SignalAll();
+    };
+  }
+  // Waits up to `limit` for `n` answers; returns how many came.
+  int Await(int n, std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    fgds::MutexLock lock(&mu);
+    while (answered < n && Clock::now() < deadline) {
+      cv.WaitWithTimeout(&mu, absl::Milliseconds(10));
+    }
+    return answered;
+  }
+};
+
+// A batch of fast calls wakes a gate thread or a few, not one per call:
+// the first thread awake serves them one after another. Every call still
+// runs and is answered once, with its own result.
+TEST(CallGateTest, ABatchOfFastCallsTakesFewHandOffs) {
+  CallGate gate(32, milliseconds(5000), "test");
+  constexpr int kCalls = 64;
+  BatchAnswers answers(kCalls);
+  std::vector<CallGate::Call> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back({nullptr, [i](CallGate::Finish finish) { finish(i); },
+                     answers.DoneOf(i)});
+  }
+  const uint64_t wakes_before = gate.counters().wakes;
+  gate.SubmitBatch(std::move(calls));
+  ASSERT_EQ(answers.Await(kCalls, milliseconds(10000)), kCalls);
+  const uint64_t wakes = gate.counters().wakes - wakes_before;
+  printf("gate: a batch of %d fast calls woke %llu threads\n", kCalls,
+         static_cast<unsigned long long>(wakes));
+  fgds::MutexLock lock(&answers.mu);
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(answers.calls[i], 1) << i;
+    EXPECT_EQ(answers.results[i], i);
+    EXPECT_FALSE(answers.gave_up[i]);
+  }
+  // One wake, and one more per thread that found calls still queued (a
+  // few in a release build, more where threads come slowly, as under
+  // TSan), where submitting them one by one woke a thread each (64).
+  EXPECT_GE(wakes, 1u);
+  EXPECT_LE(wakes, kCalls / 2u);
+  EXPECT_EQ(gate.counters().calls, uint64_t{kCalls});
+}
+
+// A call of a batch that blocks holds back none of the others: they are
+// answered, each on its own, while it still blocks (the threads woken
+// for the calls left queued take them).
+TEST(CallGateTest, ASlowCallOfABatchHoldsBackNoOther) {
+  CallGate gate(4, milliseconds(10000), "test");
+  auto latch = std::make_shared<Latch>();
+  constexpr int kCalls = 9;
+  BatchAnswers answers(kCalls);
+  std::vector<CallGate::Call> calls;
+  calls.push_back({nullptr,
+                   [latch](CallGate::Finish finish) {
+                     latch->Wait();
+                     finish(100);
+                   },
+                   answers.DoneOf(0)});
+  for (int i = 1; i < kCalls; ++i) {
+    calls.push_back({nullptr, [i](CallGate::Finish finish) { finish(i); },
+                     answers.DoneOf(i)});
+  }
+  gate.SubmitBatch(std::move(calls));
+  EXPECT_EQ(answers.Await(kCalls - 1, milliseconds(5000)), kCalls - 1);
+  {
+    fgds::MutexLock lock(&answers.mu);
+    EXPECT_EQ(answers.calls[0], 0);  // still blocked
+    for (int i = 1; i < kCalls; ++i) EXPECT_EQ(answers.results[i], i);
+  }
+  latch->Open();
+  EXPECT_EQ(answers.Await(kCalls, milliseconds(5000)), kCalls);
+  fgds::MutexLock lock(&answers.mu);
+  EXPECT_EQ(answers.calls[0], 1);
+  EXPECT_EQ(answers.results[0], 100);
+  EXPECT_FALSE(gate.dead());
+}
+
+// A batch whose calls hang: every call is answered ENOTCONN within the
+// timeout (the running ones, those queued behind them, and one in its
+// prologue once that ends), exactly once, also when the hung calls come
+// back later; the queued ones never start.
+TEST(CallGateTest, GivingUpAnswersEveryCallOfABatchOnce) {
+  auto latch = std::make_shared<Latch>();
+  auto started = std::make_shared<std::atomic<int>>(0);
+  constexpr int kCalls = 12;
+  auto answers = std::make_shared<BatchAnswers>(kCalls);
+  const auto start = Clock::now();
+  {
+    CallGate gate(2, milliseconds(300), "test");
+    std::vector<CallGate::Call> calls;
+    for (int i = 0; i < kCalls; ++i) {
+      std::function<void()> prologue;
+      if (i == 1) {
+        prologue = [] { std::this_thread::sleep_for(milliseconds(500)); };
+      }
+      calls.push_back({std::move(prologue),
+                       [latch, started](CallGate::Finish finish) {
+                         ++*started;
+                         latch->Wait();
+                         finish(1);  // too late: dropped
+                       },
+                       answers->DoneOf(i)});
+    }
+    gate.SubmitBatch(std::move(calls));
+    EXPECT_EQ(answers->Await(kCalls, milliseconds(5000)), kCalls);
+    EXPECT_LT(Seconds(start), 0.3 + 3.0);
+    EXPECT_TRUE(gate.dead());
+    // A batch submitted once dead is answered at once, never run.
+    BatchAnswers later(2);
+    std::vector<CallGate::Call> more;
+    for (int i = 0; i < 2; ++i) {
+      more.push_back({nullptr, [started](CallGate::Finish) { ++*started; },
+                      later.DoneOf(i)});
+    }
+    gate.SubmitBatch(std::move(more));
+    EXPECT_EQ(later.Await(2, milliseconds(0)), 2);
+  }
+  // Two threads: one call each started (the one in its prologue never
+  // starts, its thread takes no other: the gate was dead by then).
+  EXPECT_LE(started->load(), 2);
+  latch->Open();
+  std::this_thread::sleep_for(milliseconds(100));
+  fgds::MutexLock lock(&answers->mu);
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(answers->calls[i], 1) << i;
+    EXPECT_EQ(answers->results[i], -ENOTCONN) << i;
+    EXPECT_TRUE(answers->gave_up[i]) << i;
+  }
 }
 
 }  // namespace

@@ -44,6 +44,19 @@ absl::StatusOr<ceph_mount_info*> ConnectCeph(const CephOptions& options) {
       timeout_s = static_cast<unsigned>(std::ceil(seconds));
     }
   }
+  // libcephfs gathers its client's debug messages in memory (the "/5"),
+  // to dump them should the process crash: a message built and queued
+  // for every read and write (ll_read logs at level 3), and a log thread
+  // woken for them. For 4 KiB reads from its cache that cost more than
+  // the read (docs/ceph.md, "Batches through the gate"): off, unless the
+  // conf asks for a level of its own (anything but the default).
+  for (const char* option : {"debug_client", "debug_objectcacher"}) {
+    char level[32] = {};
+    if (ceph_conf_get(cmount, option, level, sizeof(level)) == 0 &&
+        std::strcmp(level, "0/5") == 0) {
+      ceph_conf_set(cmount, option, "0/0");
+    }
+  }
   const std::string timeout = std::to_string(timeout_s);
   if ((res = ceph_conf_set(cmount, "client_mount_timeout", timeout.c_str())) <
       0) {

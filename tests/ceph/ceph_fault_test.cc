@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "fgds/usrbio.h"
 #include "gtest/gtest.h"
 #include "tests/ceph/test_cluster.h"
 #include "tests/lib/mounted_fs.h"
@@ -573,6 +574,51 @@ TEST_F(CephFaultTest, ZzClusterGoneCallsFailWithinTheTimeout) {
          for (uint64_t i = 0;; i = (i + 37) % (kColdSize >> 20)) {
            if (pread(fd, buf, 1 << 20, static_cast<off_t>(i << 20)) < 0) {
              return errno;
+           }
+         }
+       }},
+      {"usrbio cold reads (batches of 16 x 4 KiB)",
+       // One gate submission per batch (docs/ceph.md, "Batches through
+       // the gate"): every entry of a batch stuck in the dead cluster is
+       // answered ENOTCONN within the timeout, those queued behind too.
+       [&]() -> int {
+         constexpr unsigned kDepth = 16;
+         fgds_session session;
+         if (int r = fgds_session_open(&session, dir.c_str(), nullptr)) {
+           return -r;
+         }
+         fgds_iov iov;
+         fgds_iov_params iov_params = {};
+         iov_params.size = kDepth * 4096;
+         iov_params.numa_node = -1;
+         if (int r = fgds_iov_create(&session, &iov, &iov_params)) return -r;
+         fgds_ior ior;
+         fgds_ior_params ior_params = {};
+         ior_params.entries = kDepth;
+         ior_params.flags = FGDS_IOR_BUFFERED;
+         if (int r = fgds_ior_create(&session, &ior, &ior_params)) return -r;
+         int fd = open((dir + "/cold").c_str(), O_RDONLY);
+         if (fd < 0) return errno;
+         const int file_id = fgds_fd_register(&session, fd, 0);
+         if (file_id < 0) return -file_id;
+         const uint64_t blocks = kColdSize / 4096;
+         for (uint64_t next = 0;;) {
+           for (unsigned i = 0; i < kDepth; ++i, next += 7919) {
+             char* buf = static_cast<char*>(iov.base) + i * 4096;
+             if (int r = fgds_prep_io(&ior, &iov, FGDS_OP_READ, 0, buf, file_id,
+                                      (next % blocks) * 4096, 4096, i)) {
+               return -r;
+             }
+           }
+           if (int r = fgds_ior_submit(&ior); r < 0) return -r;
+           fgds_cqe cqes[kDepth];
+           for (unsigned got = 0; got < kDepth;) {
+             int reaped = fgds_ior_wait(&ior, cqes, kDepth - got, 1, -1);
+             if (reaped < 0) return -reaped;
+             for (int i = 0; i < reaped; ++i) {
+               if (cqes[i].result < 0) return static_cast<int>(-cqes[i].result);
+             }
+             got += static_cast<unsigned>(reaped);
            }
          }
        }},
