@@ -159,6 +159,18 @@ class CephCapabilityTest : public CephTest {
     }
   }
 
+  // Bob's first step: opens `name` through his mount for writing (in
+  // `*fd`) and writes its first block, after which his kernel holds the
+  // inode S_NOSEC. 0 or the step that failed.
+  int OpenAndWriteFirstBlock(const std::string& name, int* fd) const {
+    *fd = open(Slow(name).c_str(), O_WRONLY);
+    if (*fd < 0) return 1;
+    const std::vector<char> data(kBlock, 'b');
+    return pwrite(*fd, data.data(), kBlock, 0) == static_cast<ssize_t>(kBlock)
+               ? 0
+               : 2;
+  }
+
   // Writes `len` bytes of pattern `seed` at `offset` of `path` through a
   // usrbio ring of `mountpoint`, in the calling process. 0 or the step
   // that failed.
@@ -196,15 +208,7 @@ TEST_F(CephCapabilityTest, WriteByAnotherUserDropsIt) {
   int fd = -1;
   const std::vector<char> data(kBlock, 'b');
   EXPECT_EQ(InTwoSteps(
-                bob_,
-                [&] {
-                  fd = open(Slow("w").c_str(), O_WRONLY);
-                  if (fd < 0) return 1;
-                  return pwrite(fd, data.data(), kBlock, 0) ==
-                                 static_cast<ssize_t>(kBlock)
-                             ? 0
-                             : 2;
-                },
+                bob_, [&] { return OpenAndWriteFirstBlock("w", &fd); },
                 [&] { SetCap("w"); },
                 [&] {
                   if (pwrite(fd, data.data(), kBlock, kBlock) !=
@@ -220,17 +224,8 @@ TEST_F(CephCapabilityTest, WriteByAnotherUserDropsIt) {
 TEST_F(CephCapabilityTest, TruncateByAnotherUserDropsIt) {
   Create("t", 0666);
   int fd = -1;
-  const std::vector<char> data(kBlock, 'b');
   EXPECT_EQ(InTwoSteps(
-                bob_,
-                [&] {
-                  fd = open(Slow("t").c_str(), O_WRONLY);
-                  if (fd < 0) return 1;
-                  return pwrite(fd, data.data(), kBlock, 0) ==
-                                 static_cast<ssize_t>(kBlock)
-                             ? 0
-                             : 2;
-                },
+                bob_, [&] { return OpenAndWriteFirstBlock("t", &fd); },
                 [&] { SetCap("t"); },
                 [&] {
                   if (ftruncate(fd, 100) != 0) return 3;
@@ -245,17 +240,8 @@ TEST_F(CephCapabilityTest, TruncateByAnotherUserDropsIt) {
 TEST_F(CephCapabilityTest, OTruncOpenByAnotherUserDropsIt) {
   Create("o", 0666);
   int fd = -1;
-  const std::vector<char> data(kBlock, 'b');
   EXPECT_EQ(InTwoSteps(
-                bob_,
-                [&] {
-                  fd = open(Slow("o").c_str(), O_WRONLY);
-                  if (fd < 0) return 1;
-                  return pwrite(fd, data.data(), kBlock, 0) ==
-                                 static_cast<ssize_t>(kBlock)
-                             ? 0
-                             : 2;
-                },
+                bob_, [&] { return OpenAndWriteFirstBlock("o", &fd); },
                 [&] { SetCap("o"); },
                 [&] {
                   int again = open(Slow("o").c_str(), O_WRONLY | O_TRUNC);
