@@ -171,31 +171,6 @@ class CephCapabilityTest : public CephTest {
                : 2;
   }
 
-  // Writes `len` bytes of pattern `seed` at `offset` of `path` through a
-  // usrbio ring of `mountpoint`, in the calling process. 0 or the step
-  // that failed.
-  static int RingWrite(const std::string& mountpoint, const std::string& path,
-                       uint64_t offset, uint64_t len, uint64_t seed) {
-    int fd = open(path.c_str(), O_RDWR);
-    if (fd < 0) return 10;
-    Session s(mountpoint);
-    if (s.open_result != 0) return 11;
-    int id = fgds_fd_register(&s.s, fd, 0);
-    close(fd);
-    if (id < 0) return 12;
-    Iov iov(&s.s, len);
-    Ior ior(&s.s);
-    if (iov.result != 0 || ior.result != 0) return 13;
-    FillPattern(iov.at(0), len, seed, offset);
-    if (fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, offset, len, 0) !=
-        0) {
-      return 14;
-    }
-    fgds_cqe cqe = {};
-    if (SubmitAndWaitAll(&ior.ior, &cqe, 1) != 1) return 15;
-    return cqe.result == static_cast<int64_t>(len) ? 0 : 16;
-  }
-
   TestUser bob_;
   std::unique_ptr<MountedFs> slow_;
 };
@@ -322,7 +297,8 @@ TEST_F(CephCapabilityTest, RingWriteByAnotherUserDropsIt) {
   SetCap("u");
   const std::string mnt = slow_->mountpoint();
   EXPECT_EQ(
-      RunAsUser(bob_, [&] { return RingWrite(mnt, Slow("u"), 0, kBlock, 7); }),
+      RunAsUser(bob_,
+                [&] { return RingWritePattern(mnt, Slow("u"), 0, kBlock, 7); }),
       0);
   ExpectCapGone("u");
 }
@@ -336,7 +312,8 @@ TEST_F(CephCapabilityTest, LargeRingWriteDropsSetIdBitsAndCapability) {
   const std::string mnt = slow_->mountpoint();
   constexpr uint64_t kLen = 9 << 20;
   EXPECT_EQ(
-      RunAsUser(bob_, [&] { return RingWrite(mnt, Slow("l"), 1, kLen, 9); }),
+      RunAsUser(bob_,
+                [&] { return RingWritePattern(mnt, Slow("l"), 1, kLen, 9); }),
       0);
   struct stat st = {};
   ExpectCapGone("l", &st);
@@ -362,7 +339,7 @@ TEST_F(CephCapabilityTest, RootsWriteKeepsSetUidButDropsIt) {
   ExpectCapGone("r", &st);
   EXPECT_EQ(st.st_mode & 07777, 04755u) << std::oct << st.st_mode;
   SetCap("r");
-  EXPECT_EQ(RingWrite(slow_->mountpoint(), Slow("r"), 0, kBlock, 3), 0);
+  EXPECT_EQ(RingWritePattern(slow_->mountpoint(), Slow("r"), 0, kBlock, 3), 0);
   ExpectCapGone("r", &st);
   EXPECT_EQ(st.st_mode & 07777, 04755u) << std::oct << st.st_mode;
 }

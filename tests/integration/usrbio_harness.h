@@ -150,6 +150,28 @@ inline int SubmitAndWaitAll(fgds_ior* ior, fgds_cqe* cqes, unsigned n) {
   return static_cast<int>(got);
 }
 
+// Writes `len` bytes of pattern `seed` (FillPattern) at `offset` of
+// `path` through a usrbio ring of `mountpoint`, in the calling process
+// (whose credentials the daemon sees). 0, or the step that failed.
+inline int RingWritePattern(const std::string& mountpoint,
+                            const std::string& path, uint64_t offset,
+                            uint64_t len, uint64_t seed) {
+  Session s(mountpoint);
+  if (s.open_result != 0) return 11;
+  const int id = RegisterPath(&s.s, path, O_RDWR);
+  if (id < 0) return 12;
+  Iov iov(&s.s, len);
+  Ior ior(&s.s);
+  if (iov.result != 0 || ior.result != 0) return 13;
+  FillPattern(iov.at(0), len, seed, offset);
+  if (fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, offset, len, 0) != 0) {
+    return 14;
+  }
+  fgds_cqe cqe = {};
+  if (SubmitAndWaitAll(&ior.ior, &cqe, 1) != 1) return 15;
+  return cqe.result == static_cast<int64_t>(len) ? 0 : 16;
+}
+
 // The descriptors of process `pid` of the kinds a usrbio session holds in
 // the daemon: sockets, eventfds, and files under `backing`. (The daemon's
 // other descriptors, e.g. one /dev/fuse clone per FUSE worker thread, come

@@ -49,25 +49,8 @@ class UsrbioSetIdTest : public UsrbioTwoUsersTest {
   // Writes block `block` of file `name` with pattern `seed` through a usrbio
   // ring, in the calling process. 0, or the step that failed.
   int RingWrite(const std::string& name, uint64_t block, uint64_t seed) {
-    const uint64_t offset = block * kBlock;
-    int fd = open(Shared(name).c_str(), O_RDWR);
-    if (fd < 0) return 10;
-    Session s(fs_->mountpoint());
-    if (s.open_result != 0) return 11;
-    int id = fgds_fd_register(&s.s, fd, 0);
-    close(fd);
-    if (id < 0) return 12;
-    Iov iov(&s.s, kBlock);
-    Ior ior(&s.s);
-    if (iov.result != 0 || ior.result != 0) return 13;
-    FillPattern(iov.at(0), kBlock, seed, offset);
-    if (fgds_prep_write(&ior.ior, &iov.iov, iov.at(0), id, offset, kBlock, 0) !=
-        0) {
-      return 14;
-    }
-    fgds_cqe cqe = {};
-    if (SubmitAndWaitAll(&ior.ior, &cqe, 1) != 1) return 15;
-    return cqe.result == static_cast<int64_t>(kBlock) ? 0 : 16;
+    return RingWritePattern(fs_->mountpoint(), Shared(name), block * kBlock,
+                            kBlock, seed);
   }
   // The same with write(2) through the mount.
   int PosixWrite(const std::string& name, uint64_t block, uint64_t seed) {
