@@ -284,7 +284,12 @@ void CallGate::SubmitBatch(std::vector<Call> calls) {
       // Splicing keeps the iterators (`at`) valid, now into in_flight.
       state_->in_flight.splice(state_->in_flight.end(), jobs);
       state_->queue.splice(state_->queue.end(), queued);
-      State::WakeOne(*state_);
+      // A batch of one is a call submitted alone: a thread of its own.
+      if (calls.size() == 1) {
+        State::Wake(*state_);
+      } else {
+        State::WakeOne(*state_);
+      }
       return;
     }
   }

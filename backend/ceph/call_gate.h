@@ -76,8 +76,9 @@ class CallGate {
   // a thread woken earlier is not awake yet): fast calls are served one
   // after another by the threads already awake, while one that blocks
   // leaves the rest to the threads it woke, which spread further as long
-  // as calls still wait. Either all calls are submitted or, should it
-  // throw std::bad_alloc, none.
+  // as calls still wait. A batch of one wakes a thread as Submit does.
+  // Either all calls are submitted or, should it throw std::bad_alloc,
+  // none.
   void SubmitBatch(std::vector<Call> calls);
 
   // The same as Submit, but `start` runs here, on the calling thread (a

@@ -307,13 +307,7 @@ class GuardedBackend : public Backend {
       gate_->Submit(std::move(c.prologue), std::move(c.start),
                     std::move(c.done));
     }
-    if (batched.size() == 1) {
-      CallGate::Call& c = batched.front();
-      gate_->Submit(std::move(c.prologue), std::move(c.start),
-                    std::move(c.done));
-    } else if (!batched.empty()) {
-      gate_->SubmitBatch(std::move(batched));
-    }
+    if (!batched.empty()) gate_->SubmitBatch(std::move(batched));
     for (const FileIoRequest* request : refused) {
       IoPath path = IoPath::kNone;
       const int64_t res = inner_->RunIo(*request, &path);
