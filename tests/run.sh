@@ -69,8 +69,14 @@ run_stage() {
     return
   fi
   local ok=1
+  rm -f "$repo/$dir/usrbio_2threads.txt"  # not last run's table
   (cd "$repo/$dir" && ctest --output-on-failure -j1 $label_args) || ok=0
   if [ "$name" = release ]; then
+    # Issue 17's row for this machine (usrbio_bench_2threads, a report).
+    if [ -f "$repo/$dir/usrbio_2threads.txt" ]; then
+      echo "--- usrbio 4 KiB random cached reads, 2 threads, against pread ---"
+      cat "$repo/$dir/usrbio_2threads.txt"
+    fi
     # The CephFS backend against a throwaway one-node cluster
     # (tests/ceph/start-cluster.sh), timed on its own: it skips where the
     # ceph packages are missing.

@@ -10,7 +10,8 @@
 # when the bench itself fails (mount, I/O, data check).
 #
 # Usage: tests/bench/usrbio_2threads.sh BUILD_DIR   (as root; needs FUSE)
-# ctest runs it as usrbio_bench_2threads (label "bench").
+# ctest runs it as usrbio_bench_2threads (label "bench"); the table is
+# also left in BUILD_DIR/usrbio_2threads.txt.
 # Exit 77 (skip) without root or /dev/fuse.
 set -u -o pipefail
 BUILD=$(cd "${1:?usage: $0 BUILD_DIR}" && pwd)
@@ -42,4 +43,7 @@ timeout -s KILL 240 "$BENCH" --mount "$DIR/mnt" --backing "$DIR/data" \
   --json "$OUT/usrbio-rand4k-t2-after.json" --modes native,usrbio --size "$SIZE" \
   --bs 4K --pattern rand --cache warm --qd 32 --threads 2 >"$OUT/bench.log" 2>&1 ||
   { cat "$OUT/bench.log"; exit 1; }
-python3 "$ROOT/tests/device/usrbio_bench_table.py" "$OUT" after
+# Also kept in the build directory, where tests/run.sh prints it after the
+# release stage's tests (ctest shows a passing test's output to no one).
+python3 "$ROOT/tests/device/usrbio_bench_table.py" "$OUT" after |
+  tee "$BUILD/usrbio_2threads.txt"
