@@ -59,6 +59,10 @@ uint32_t RingPath(backend::IoPath path) {
       return FGDS_PATH_TCP;
     case backend::IoPath::kAgentRdma:
       return FGDS_PATH_RDMA;
+    case backend::IoPath::kBounceEntry:
+      return FGDS_PATH_BOUNCE_ENTRY;
+    case backend::IoPath::kBounceAlways:
+      return FGDS_PATH_BOUNCE_ALWAYS;
     case backend::IoPath::kNone:
       break;
   }
