@@ -838,5 +838,33 @@ TEST_F(StagerTest, ARealEremoteioOnTheDirectPathIsTheEntrysError) {
   ExpectIdle();
 }
 
+// The daemon goes after answering "bounce this entry" and before serving
+// the staged retry: the wait says so (-ENOTCONN) and reports nothing for
+// the entry, neither the library's own direct answer nor a made-up result;
+// the daemon's one answer per SQE is all that ever arrives.
+TEST_F(StagerTest, ADaemonGoneMidRetryCompletesNothingTwice) {
+  Make(8, 2);
+  MakeDirect();
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->Serve(), 1);  // the direct try, answered "bounce"
+  EXPECT_EQ(Peek(), 0);            // re-issued on the staging, not reported
+  EXPECT_EQ(daemon_->pending(), 2u);
+  close(sock_[1]);  // the daemon is gone
+  sock_[1] = -1;
+  fgds_cqe cqe;
+  EXPECT_EQ(fgds_ior_wait(&io_->ior, &cqe, 1, 1, 5000000), -ENOTCONN);
+  EXPECT_TRUE(done_.empty());
+  EXPECT_EQ(InFlight(&io_->ior), 1u);  // still the application's entry
+  // (REQUIRES of fgds_ior_destroy: nothing in flight. The staged chunks are
+  // answered here so the fixture can tear down; nothing new is reported.)
+  ASSERT_EQ(daemon_->Serve(), 2);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE);
+  ExpectIdle();
+}
+
 }  // namespace
 }  // namespace fgds::usrbio::gpu
