@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "tests/ceph/ceph_cluster.h"
 #include "tests/integration/usrbio_gpu_harness.h"
+#include "tests/lib/agent_process.h"
 #include "tests/lib/file_contents.h"
 #include "tests/lib/test_users.h"
 
@@ -95,10 +96,12 @@ class CephGpuNicTest : public CephTest {
     if (!keys_.empty()) RemoveTree(keys_);
   }
 
-  void Mount(std::vector<std::string> more = {}) {
+  // `agents`: --agents' value (default: the rdma:// one alone).
+  void Mount(std::vector<std::string> more = {},
+             const std::string& agents = kRdmaAgent) {
     MountOptions options;
     options.extra_args = {"--backend",        "ceph",     "--ceph-conf",
-                          ceph_cluster->conf, "--agents", kRdmaAgent,
+                          ceph_cluster->conf, "--agents", agents,
                           "--agent-key",      key_};
     for (std::string& arg : more) options.extra_args.push_back(std::move(arg));
     options.timeout_ms = 40000;
@@ -245,6 +248,67 @@ TEST_F(CephGpuNicTest, CheckedPayloadsBounceTheIovForGood) {
   // Asked once: the later rounds never went to the daemon's direct id.
   EXPECT_EQ(Counter("gpu_bounced"), 1u);
   EXPECT_EQ(Counter("gpu_bounced_for_good"), 1u);
+}
+
+// Mixed agents: a real TCP agent beside the rdma:// one. GPU memory goes
+// to whichever agent the usual choice picks; the TCP one refuses it at
+// once (the CPU cannot copy GPU memory into a socket), so those entries
+// bounce too, and the stats say why. Host memory still goes to the TCP
+// agent.
+TEST_F(CephGpuNicTest, ATcpAgentRefusesGpuMemoryAndTheEntryBounces) {
+  auto agent = AgentProcess::Start({"--listen", "127.0.0.1:0", "--ceph-conf",
+                                    ceph_cluster->conf, "--key", key_});
+  ASSERT_TRUE(agent.ok()) << agent.status();
+  ASSERT_NO_FATAL_FAILURE(
+      Mount({}, absl::StrCat(kRdmaAgent, ",", (*agent)->address())));
+  const std::string path = gpu_dir_ + "/mixed";
+  ASSERT_TRUE(WritePatternFile(path, 8 * kMiB, 46));
+  Session s(gpu_fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  const uint64_t dev = AllocAligned(&ops_, 8 * kMiB);
+  FakeGpuIov g(&s.s, &ops_, dev, 8 * kMiB);
+  ASSERT_EQ(g.result, 0);
+  ASSERT_EQ(fgds_iov_gpu_path(&g.iov, nullptr),
+            static_cast<int>(FGDS_PATH_DIRECT));
+  const int id = RegisterPath(&s.s, path, O_RDWR);
+  ASSERT_GE(id, 0);
+  Ior ior(&s.s);
+  ASSERT_EQ(ior.result, 0);
+  char* base = reinterpret_cast<char*>(dev);
+  // One entry per object (objects spread over the agents that are up),
+  // in rounds until the TCP agent has refused some: the rdma:// one is
+  // down (no RDMA device) from its first try for 2 s, so within two rounds
+  // every entry goes to the TCP agent.
+  const std::string tcp = (*agent)->address();
+  std::string tcp_line;
+  uint64_t rounds = 0;
+  do {
+    memset(base, 0, 8 * kMiB);
+    for (uint64_t i = 0; i < 2; ++i) {
+      ASSERT_EQ(fgds_prep_read(&ior.ior, &g.iov, base + i * 4 * kMiB, id,
+                               i * 4 * kMiB, 4 * kMiB, i),
+                0);
+    }
+    fgds_cqe cqes[2];
+    ASSERT_EQ(SubmitAndWaitAll(&ior.ior, cqes, 2), 2);
+    for (const fgds_cqe& c : cqes) {
+      EXPECT_EQ(c.result, static_cast<int64_t>(4 * kMiB));
+      EXPECT_EQ(c.path, FGDS_PATH_BOUNCE);
+    }
+    EXPECT_TRUE(MatchesPattern(base, 8 * kMiB, 46, 0));
+    ++rounds;
+    const std::string stats = ReadAll(gpu_fs_->mountpoint() + "/.fgds/stats");
+    const size_t at = stats.find("# agent " + tcp + ":");
+    ASSERT_NE(at, std::string::npos) << stats;
+    tcp_line = stats.substr(at, stats.find('\n', at) - at);
+  } while (rounds < 4 && tcp_line.find(" fallbacks=0 ") != std::string::npos);
+  EXPECT_EQ(tcp_line.find(" fallbacks=0 "), std::string::npos) << tcp_line;
+  EXPECT_EQ(Counter("gpu_bounced"), 2 * rounds);
+  EXPECT_EQ(fgds_iov_gpu_path(&g.iov, nullptr),
+            static_cast<int>(FGDS_PATH_DIRECT));
+  (void)gpu_fs_->Unmount();
+  gpu_fs_.reset();
+  (*agent)->Stop(nullptr);
 }
 
 // Iov ids are the session's: another user's session naming this one's
