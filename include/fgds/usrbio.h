@@ -234,7 +234,14 @@ int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
  * GPU memory, completing with path FGDS_PATH_DIRECT; it is neither staged
  * nor copied, so a read's data is in GPU memory when its completion
  * arrives, and a write's source must be ready at fgds_ior_submit, as on
- * the bounce path. Every other entry takes the bounce path. */
+ * the bounce path. Every other entry takes the bounce path.
+ *
+ * DIRECT on a remote backend with RDMA agents (docs/usrbio.md, "GPU iovs
+ * over RDMA"): the daemon mapped nothing but keeps the dma-buf for its
+ * agents' NIC; such an entry completes FGDS_PATH_RDMA when an agent moved
+ * it in place, else the library bounces it transparently (path
+ * FGDS_PATH_BOUNCE). When the daemon says the NIC will never take the
+ * memory, the iov turns BOUNCE (reason FGDS_IOV_GPU_REASON_MAP_FAILED). */
 int fgds_iov_gpu_path(const struct fgds_iov* iov,
                       uint32_t* reason) FGDS_NOEXCEPT;
 
