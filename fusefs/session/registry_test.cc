@@ -141,6 +141,9 @@ TEST(SharedMemoryTest, NicOnlyIsDeviceMemoryTheCpuCannotTouch) {
   const auto start = reinterpret_cast<uintptr_t>(m->base());
   const uint64_t end = start + (uint64_t{1} << 30);
   EXPECT_EQ(PermsOf(start, end), "---p");
+  // A CPU access faults. (Re-executes the binary for it: other threads,
+  // the sanitizers', make a plain fork unsafe.)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH({ *reinterpret_cast<volatile char*>(m->base() + 4096) = 1; },
                "");
   int fd = memfd_create("kept", MFD_CLOEXEC);
