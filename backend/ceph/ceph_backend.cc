@@ -526,10 +526,13 @@ class CephBackend : public Backend {
       auto piece = [this, split](size_t i) {
         IoPath path;
         split->results[i] = MovePiece(split->request, split->pieces[i], &path);
-        if (Bounce(path)) {
-          // Any piece that bounces bounces the request (kBounceAlways wins).
-          split->bounce.store(path == IoPath::kBounceAlways ? 2 : 1,
-                              std::memory_order_relaxed);
+        if (path == IoPath::kBounceAlways) {
+          // Any piece that bounces bounces the request; "always" wins.
+          split->bounce.store(2, std::memory_order_relaxed);
+        } else if (path == IoPath::kBounceEntry) {
+          int none = 0;
+          split->bounce.compare_exchange_strong(none, 1,
+                                                std::memory_order_relaxed);
         }
         if (!ByAgent(path)) {
           split->all_by_agent.store(false, std::memory_order_relaxed);
