@@ -610,6 +610,17 @@ TEST_F(SessionTest, NicOnlyGpuIovsKeepTheDmabufAndPassBounceAnswersOn) {
     EXPECT_EQ(c.path, c.userdata == 1 ? FGDS_PATH_BOUNCE_ENTRY
                                       : FGDS_PATH_BOUNCE_ALWAYS);
   }
+  // Neither errors nor bytes of the gpu-direct row: the client moves these
+  // entries again through its staging, counted there.
+  IoStats::Kind direct_read;
+  direct_read.op = IoStats::Op::kRead;
+  direct_read.memory = IoStats::Memory::kGpuDirect;
+  for (auto side :
+       {IoStats::FileSide::kPageCache, IoStats::FileSide::kODirect}) {
+    direct_read.file_side = side;
+    EXPECT_EQ(stats_.Get(direct_read).entries, 0u);
+    EXPECT_EQ(stats_.Get(direct_read).errors, 0u);
+  }
   // Unregistering drops the kept descriptor (no I/O holds the iov).
   EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, iov), 0);
   EXPECT_EQ(OpenFdCount(), before - 1);
