@@ -382,6 +382,11 @@ void Stager::PumpLocked() {
 
 void Stager::StartChunksLocked(Request* request) {
   GpuIov* g = request->iov;
+  // Prepared direct before the daemon said the iov never moves directly:
+  // straight to the staging.
+  if (request->direct && g->direct_failed.load(std::memory_order_relaxed)) {
+    request->direct = false;
+  }
   if (request->direct) {
     // One SQE, no slot; it waits for ring room like a read chunk.
     if (request->next_byte == 0 && RingRoomLocked()) {

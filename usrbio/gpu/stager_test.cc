@@ -819,6 +819,20 @@ TEST_F(StagerTest, ABounceAlwaysAnswerSendsEveryLaterEntryToTheStaging) {
   EXPECT_EQ(daemon_->served.size(), 2u);
   EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 1u);
   ExpectIdle();
+
+  // Entries prepared direct before that answer came skip the try too.
+  gpu_.direct_failed.store(false);
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, kChunk, 3), 0);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, kChunk, 4096, kChunk, 4), 0);
+  gpu_.direct_failed.store(true);  // as if answered in between
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  Drive(4);
+  for (const fgds_sqe& sqe : daemon_->served) EXPECT_EQ(sqe.tag, kStagerTag);
+  EXPECT_EQ(done_[3].path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(done_[4].path, FGDS_PATH_BOUNCE);
+  ExpectDeviceHoldsFile(0, 0, 2 * kChunk);
+  ExpectIdle();
 }
 
 // Only the pair (FGDS_RESULT_BOUNCE with a bounce path) asks for a
