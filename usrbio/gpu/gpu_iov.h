@@ -72,7 +72,8 @@ struct GpuIov {
   // The daemon answered an entry FGDS_PATH_BOUNCE_ALWAYS: its direct way
   // will never move bytes (the NIC refused the dma-buf), so every later
   // entry bounces. Set by the reaping thread (the stager), read by the
-  // submitting one (DirectEntry); a late read only costs one more retry.
+  // submitting one (DirectEntry) and by the stager again before a direct
+  // try, so entries prepared before the answer skip the try too.
   std::atomic<bool> direct_failed{false};
 
   fgds_iov staging = {};
