@@ -39,8 +39,12 @@ class File;
 class MemoryRegion {
  public:
   enum class Kind : uint8_t {
-    kHost,    // ordinary pages the CPU may copy to and from
-    kDevice,  // GPU memory mapped through the fgds module: DMA only
+    kHost,  // ordinary pages the CPU may copy to and from
+    // GPU memory: DMA only. Mapped through the fgds module, or (a backend
+    // that reaches no device memory) not mapped at all: base() is then an
+    // inaccessible reservation (session/registry.h, SharedMemory::NicOnly)
+    // and only a NIC registering dmabuf_fd() moves its bytes.
+    kDevice,
   };
   MemoryRegion(char* base, uint64_t size, Kind kind, dev_t route_device)
       : base_(base), size_(size), kind_(kind), route_device_(route_device) {}
@@ -84,6 +88,11 @@ class MemoryRegion {
     if (attachment_ == nullptr) attachment_ = make();
     return attachment_.get();
   }
+  // The attachment if one was made, else null (makes none).
+  Attachment* attachment() const {
+    fgds::MutexLock lock(&attachment_mu_);
+    return attachment_.get();
+  }
 
  protected:
   // Destroys the attachment now: owners whose destructor unmaps the
@@ -117,6 +126,14 @@ enum class IoPath : uint8_t {
   // over its TCP connection, or by RDMA into the memory.
   kAgentTcp,
   kAgentRdma,
+  // Device memory no agent moved, of a backend that cannot reach it
+  // itself (Backend::ReachesDeviceMemory false: a GPU iov kept only for
+  // the NIC): the result is -EREMOTEIO, no byte of a read is to be used,
+  // and the client moves the entry through its own bounce staging
+  // (FGDS_PATH_BOUNCE_ENTRY). kBounceAlways: and the region will never
+  // move by an agent (its NIC registration failed, checked payloads).
+  kBounceEntry,
+  kBounceAlways,
 };
 
 // Hints from the caller, combined in FileIoRequest::flags.

@@ -303,6 +303,10 @@ static void StartSessions(const DaemonOptions& options,
   // Direct GPU iovs keep their dma-buf for a backend whose RDMA agents
   // register it with the NIC (docs/agent.md, "GPU iovs directly").
   session_options.context.keep_dmabufs = backend->TakesDmabufs();
+  // A backend that reaches no GPU memory but takes dma-bufs (ceph with
+  // rdma:// agents): GPU iovs go to the NIC only, unmapped.
+  session_options.context.nic_only_gpu_iovs =
+      !backend->ReachesDeviceMemory() && backend->TakesDmabufs();
   session_options.context.gpus = gpus;
   const session::UserLimitsConfig limits =
       UsrbioLimits(options, session::ReadMachineFacts());

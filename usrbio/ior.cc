@@ -250,15 +250,14 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
     return -EINVAL;
   }
   Stager* stager = fgds::usrbio::gpu::StagerOf(ior);
-  uint32_t iov_id = iov->id;
   const fgds::usrbio::gpu::GpuIov* gpu = fgds::usrbio::gpu::GpuOf(iov);
-  if (gpu != nullptr &&
-      fgds::usrbio::gpu::DirectEntry(gpu, start, file_offset, len, sqe_flags,
-                                     ior->flags)) {
-    // The daemon mapped this GPU memory: the entry is an ordinary one on
-    // the mapping's iov (no staging, no copy; completes FGDS_PATH_DIRECT).
-    iov_id = gpu->direct_id;
-  } else if (gpu != nullptr) {
+  if (gpu != nullptr) {
+    // The daemon's own way to this GPU memory when it has one (DirectEntry:
+    // one entry on its iov id, no staging, no copy; completes with the
+    // daemon's path, or starts over on the staging if the daemon answers
+    // "bounce this entry"); else the staging.
+    const bool direct = fgds::usrbio::gpu::DirectEntry(
+        gpu, start, file_offset, len, sqe_flags, ior->flags);
     if (stager == nullptr) {
       // The first GPU entry of this ior. Only the submitting thread gets
       // here; the release store publishes the stager to the reaping thread,
@@ -268,12 +267,12 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
       __atomic_store_n(&ior->gpu, static_cast<void*>(stager), __ATOMIC_RELEASE);
     }
     return stager->PrepGpu(iov, opcode, sqe_flags, start, fd_id, file_offset,
-                           len, userdata);
+                           len, userdata, direct);
   }
   fgds_sqe sqe = {};
   sqe.opcode = static_cast<uint8_t>(opcode);
   sqe.flags = static_cast<uint8_t>(sqe_flags);
-  sqe.iov_id = iov_id;
+  sqe.iov_id = iov->id;
   sqe.fd_id = static_cast<uint32_t>(fd_id);
   sqe.tag = 0;
   sqe.iov_offset = start - base;
@@ -332,7 +331,8 @@ extern "C" int fgds_ior_peek(struct fgds_ior* ior, struct fgds_cqe* cqes,
     // A stager chunk's completion: the submitting thread created the
     // stager after this call looked (it is published before any chunk
     // entry). Leave it for the next call, which goes through the stager.
-    if (cqe.tag == fgds::usrbio::gpu::kStagerTag &&
+    if ((cqe.tag == fgds::usrbio::gpu::kStagerTag ||
+         cqe.tag == fgds::usrbio::gpu::kDirectTag) &&
         fgds::usrbio::gpu::StagerOf(ior) != nullptr) {
       break;
     }

@@ -147,8 +147,15 @@ class CephBackend : public Backend {
         agents_ != nullptr ? agents_->StatsText() : std::string());
   }
   bool WantsRequestCaller() const override { return true; }
-  // libcephfs copies every byte with the CPU (until the RDMA edge).
+  // libcephfs copies every byte with the CPU: GPU memory only moves by an
+  // RDMA agent's NIC (TakesDmabufs), never here.
   bool ReachesDeviceMemory() const override { return false; }
+  // With an rdma:// agent, GPU iovs keep their dma-buf, unmapped (the
+  // session's NIC-only iovs): their entries go to the agents only, and
+  // what no agent moves is answered "bounce this entry" (DeviceByAgent).
+  bool TakesDmabufs() const override {
+    return agents_ != nullptr && agents_->TakesDmabufs();
+  }
   void SetCacheEvents(CacheEvents* events) override {
     fgds::MutexLock lock(&events_mu_);
     events_ = events;
@@ -504,6 +511,7 @@ class CephBackend : public Backend {
         pool_->Submit([this, request] {
           IoPath path;
           int64_t res = MoveWhole(request, &path);
+          CountBounce(path);
           request.completion->set_path(path);
           request.completion->Complete(res);
         });
@@ -518,6 +526,14 @@ class CephBackend : public Backend {
       auto piece = [this, split](size_t i) {
         IoPath path;
         split->results[i] = MovePiece(split->request, split->pieces[i], &path);
+        if (path == IoPath::kBounceAlways) {
+          // Any piece that bounces bounces the request; "always" wins.
+          split->bounce.store(2, std::memory_order_relaxed);
+        } else if (path == IoPath::kBounceEntry) {
+          int none = 0;
+          split->bounce.compare_exchange_strong(none, 1,
+                                                std::memory_order_relaxed);
+        }
         if (!ByAgent(path)) {
           split->all_by_agent.store(false, std::memory_order_relaxed);
         }
@@ -531,6 +547,12 @@ class CephBackend : public Backend {
             completion->set_path(split->all_rdma.load(std::memory_order_relaxed)
                                      ? IoPath::kAgentRdma
                                      : IoPath::kAgentTcp);
+          }
+          if (const int b = split->bounce.load(std::memory_order_relaxed)) {
+            res = -EREMOTEIO;
+            completion->set_path(b == 2 ? IoPath::kBounceAlways
+                                        : IoPath::kBounceEntry);
+            CountBounce(completion->path());
           }
           delete split;
           completion->Complete(res);
@@ -560,7 +582,11 @@ class CephBackend : public Backend {
     *path = IoPath::kNone;
     if (int err = Refuse(request); err != 0) return err;
     std::vector<Piece> pieces = PiecesOf(request);
-    if (pieces.size() <= 1) return MoveWhole(request, path);
+    if (pieces.size() <= 1) {
+      const int64_t res = MoveWhole(request, path);
+      CountBounce(*path);
+      return res;
+    }
     // A write's pieces start once what write(2) drops is gone.
     if (request.op == FileOp::kWrite) {
       if (int err = BeforeWrite(request); err < 0) return err;
@@ -572,11 +598,16 @@ class CephBackend : public Backend {
     size_t left = pieces.size() - 1;
     bool all_by_agent = true;
     bool all_rdma = true;
+    IoPath bounce = IoPath::kNone;  // device memory: a piece bounced
+    auto note_bounce = [&bounce](IoPath p) {
+      if (Bounce(p) && bounce != IoPath::kBounceAlways) bounce = p;
+    };
     for (size_t i = 1; i < pieces.size(); ++i) {
       pool_->Submit([&, i] {
         IoPath piece_path;
         int64_t res = MovePiece(request, pieces[i], &piece_path);
         fgds::MutexLock lock(&mu);
+        note_bounce(piece_path);
         results[i] = res;
         if (!ByAgent(piece_path)) all_by_agent = false;
         if (piece_path != IoPath::kAgentRdma) all_rdma = false;
@@ -587,6 +618,12 @@ class CephBackend : public Backend {
     results[0] = MovePiece(request, pieces[0], &first_path);
     fgds::MutexLock lock(&mu);
     while (left != 0) done.Wait(&mu);
+    note_bounce(first_path);
+    if (bounce != IoPath::kNone) {
+      *path = bounce;
+      CountBounce(bounce);
+      return -EREMOTEIO;
+    }
     if (!all_by_agent || !ByAgent(first_path)) {
       *path = IoPath::kPageCache;
     } else {
@@ -699,6 +736,9 @@ class CephBackend : public Backend {
     std::atomic<size_t> left;
     std::atomic<bool> all_by_agent{true};  // every piece went to an agent
     std::atomic<bool> all_rdma{true};      // every piece went by RDMA
+    // Device memory: a piece bounced (1: kBounceEntry, 2: kBounceAlways).
+    // Pieces store it; the last one reads it after its acq_rel on `left`.
+    std::atomic<int> bounce{0};
   };
 
  public:
@@ -858,13 +898,25 @@ class CephBackend : public Backend {
                                                        : IoPath::kNone;
   }
 
-  static int Refuse(const FileIoRequest& request) {
+  static bool Device(const FileIoRequest& request) {
+    return request.region != nullptr &&
+           request.region->kind() == MemoryRegion::Kind::kDevice;
+  }
+
+  int Refuse(const FileIoRequest& request) const {
     // libcephfs copies with the CPU: device memory is out of its reach.
-    if (request.region != nullptr &&
-        request.region->kind() == MemoryRegion::Kind::kDevice) {
+    // Only its dma-buf, for an agent's NIC, gives it a way (DeviceByAgent).
+    if (Device(request) &&
+        (agents_ == nullptr || request.region->dmabuf_fd() < 0 ||
+         (request.op != FileOp::kRead && request.op != FileOp::kWrite))) {
       return -EINVAL;
     }
     return 0;
+  }
+
+  // Whether a path is the "bounce this entry" answer (file_io.h).
+  static bool Bounce(IoPath path) {
+    return path == IoPath::kBounceEntry || path == IoPath::kBounceAlways;
   }
 
   // The object pieces of a read or write (one piece: not split). The
@@ -936,6 +988,7 @@ class CephBackend : public Backend {
   // (MoveByAgent); what no agent moved goes through libcephfs.
   int64_t MovePiece(const FileIoRequest& request, const Piece& piece,
                     IoPath* path) {
+    if (Device(request)) return DeviceByAgent(request, piece, path);
     *path = IoPath::kPageCache;
     Piece rest = piece;
     if (agents_ != nullptr) {
@@ -957,6 +1010,40 @@ class CephBackend : public Backend {
     return static_cast<int64_t>(rest.offset - piece.offset) + n;
   }
 
+  // MovePiece of GPU memory (a NIC-only GPU iov with its dma-buf): only an
+  // RDMA agent moves it, in place. Whatever stops that (no agent up, a TCP
+  // agent, a NIC that refuses the dma-buf, checked payloads, a failure or
+  // a short write on the way) answers -EREMOTEIO with path kBounceEntry,
+  // or kBounceAlways when no later request on the region can move either:
+  // the client stages the entry itself. A read's partial bytes may have
+  // landed, but the answer is no success, so no caller uses them; a write
+  // may have reached the file in part, and the client's redo writes the
+  // same bytes at the same offsets.
+  int64_t DeviceByAgent(const FileIoRequest& request, const Piece& piece,
+                        IoPath* path) {
+    if (!agents_->DeviceNeverMoves(*request.region)) {
+      IoPath agent_path = IoPath::kAgentRdma;
+      const int64_t n = MoveByAgent(request, piece, &agent_path);
+      if (n >= 0 && (static_cast<uint64_t>(n) == piece.len ||
+                     request.op == FileOp::kRead)) {
+        *path = agent_path;
+        return n;
+      }
+    } else {
+      agents_->NoteGpuFallback(
+          "GPU iov: no agent can move it (checked payloads, or its NIC "
+          "registration failed)");
+    }
+    *path = agents_->DeviceNeverMoves(*request.region) ? IoPath::kBounceAlways
+                                                       : IoPath::kBounceEntry;
+    return -EREMOTEIO;
+  }
+  // Counts a request answered "bounce this entry" (once per request, not
+  // per piece) in the agents' stats.
+  void CountBounce(IoPath path) {
+    if (Bounce(path)) agents_->NoteGpuBounce(path == IoPath::kBounceAlways);
+  }
+
   // The agent's part of MovePiece: bytes moved or -errno (then the caller
   // moves the piece itself; the fallback is counted here), and the path
   // the agent's transport is (tcp, rdma).
@@ -976,7 +1063,7 @@ class CephBackend : public Backend {
     const uint64_t object = f->granule != 0 ? piece.offset / f->granule : 0;
     const int agent = agents_->Choose(nullptr, ino * 31 + object);
     if (agent < 0) {
-      agents_->Fallback(-1);
+      agents_->Fallback(-1, request.region);
       return -EHOSTDOWN;
     }
     // The agent opens the file by its inode number (CephStore): valid on

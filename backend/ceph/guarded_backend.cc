@@ -9,7 +9,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "backend/ceph/bounce_buffers.h"
 #include "backend/ceph/call_gate.h"
@@ -68,6 +67,7 @@ class GuardedBackend : public Backend {
   bool ReachesDeviceMemory() const override {
     return inner_->ReachesDeviceMemory();
   }
+  bool TakesDmabufs() const override { return inner_->TakesDmabufs(); }
   std::string StatsText() const override {
     const CallGate::Counters c = gate_->counters();
     return absl::StrCat(
@@ -270,12 +270,15 @@ class GuardedBackend : public Backend {
   // the gate from now.
   void SubmitIo(std::span<const FileIoRequest> batch) override {
     std::vector<CallGate::Call> batched, alone;
-    // Device memory: refused by the inner backend, at once, once nothing
-    // else can throw (SubmitIo's contract: all started, or none).
-    absl::InlinedVector<const FileIoRequest*, 4> refused;
+    // Device memory: the inner backend's, once nothing else can throw
+    // (SubmitIo's contract: all started, or none). It refuses it at once,
+    // or (a GPU iov's dma-buf, for RDMA agents) moves it on its own
+    // threads: no libcephfs call touches the bytes, so there is nothing to
+    // stage here, and a ring worker must not wait for an agent.
+    std::vector<FileIoRequest> device;
     for (const FileIoRequest& request : batch) {
       if (!Bounced(request)) {
-        refused.push_back(&request);
+        device.push_back(request);
         continue;
       }
       std::shared_ptr<DataCall> call = Prepare(request);
@@ -308,16 +311,11 @@ class GuardedBackend : public Backend {
                     std::move(c.done));
     }
     if (!batched.empty()) gate_->SubmitBatch(std::move(batched));
-    for (const FileIoRequest* request : refused) {
-      IoPath path = IoPath::kNone;
-      const int64_t res = inner_->RunIo(*request, &path);
-      request->completion->set_path(path);
-      request->completion->Complete(res);
-    }
+    if (!device.empty()) inner_->SubmitIo(device);
   }
   int64_t RunIo(const FileIoRequest& request, IoPath* path) override {
     if (!Bounced(request)) {
-      // Device memory: refused at once by the inner backend.
+      // Device memory: the inner backend's (refused, or by an agent).
       *path = IoPath::kNone;
       return inner_->RunIo(request, path);
     }

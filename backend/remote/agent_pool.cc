@@ -300,6 +300,22 @@ void AgentPool::NoteGpuFallback(std::string why) {
   gpu_fallback_reason_ = std::move(why);
 }
 
+void AgentPool::NoteGpuBounce(bool always) {
+  gpu_bounced_.fetch_add(1, std::memory_order_relaxed);
+  if (always) gpu_bounced_always_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool AgentPool::DeviceNeverMoves(const backend::MemoryRegion& region) const {
+  if (region.dmabuf_fd() < 0 || !TakesDmabufs() || options_.checked) {
+    return true;
+  }
+#ifdef FGDS_HAVE_RDMA
+  return RdmaAgentLink::RegistrationFailed(region);
+#else
+  return true;
+#endif
+}
+
 bool AgentPool::TakesDmabufs() const {
 #ifdef FGDS_HAVE_RDMA
   for (const auto& agent : agents_) {
@@ -550,10 +566,14 @@ std::string AgentPool::StatsText() const {
     fgds::MutexLock lock(&gpu_mu_);
     gpu_reason = gpu_fallback_reason_;
   }
-  absl::StrAppend(&text, "# agents: fallbacks_no_agent_up=",
-                  unrouted_.load(std::memory_order_relaxed), " gpu_fallbacks=",
-                  gpu_fallbacks_.load(std::memory_order_relaxed),
-                  " gpu_fallback_reason=\"", gpu_reason, "\"\n");
+  absl::StrAppend(
+      &text, "# agents: fallbacks_no_agent_up=",
+      unrouted_.load(std::memory_order_relaxed),
+      " gpu_fallbacks=", gpu_fallbacks_.load(std::memory_order_relaxed),
+      " gpu_fallback_reason=\"", gpu_reason,
+      "\" gpu_bounced=", gpu_bounced_.load(std::memory_order_relaxed),
+      " gpu_bounced_for_good=",
+      gpu_bounced_always_.load(std::memory_order_relaxed), "\n");
   return text;
 }
 

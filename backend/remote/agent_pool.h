@@ -138,6 +138,18 @@ class AgentPool {
   // Whether a GPU iov's dma-buf may be of use: some agent is an RDMA one
   // and this fgds was built with RDMA.
   bool TakesDmabufs() const;
+  // Whether device memory `region` can never move by these agents: it has
+  // no dma-buf, no agent is an RDMA one (or this fgds has no RDMA),
+  // payloads are checked (the CPU cannot sum GPU memory), or a link's
+  // registration of its dma-buf failed (remembered per region, never
+  // tried again). A region's "no" is for good; a "maybe" is not a promise.
+  bool DeviceNeverMoves(const backend::MemoryRegion& region) const;
+  // Counts one request on GPU memory that no agent moved, with why.
+  void NoteGpuFallback(std::string why);
+  // Counts one request on GPU memory answered "bounce this entry" (a
+  // backend that reaches no GPU memory itself): the client stages it.
+  // `always`: and every later one of its region too.
+  void NoteGpuBounce(bool always);
   // Lines for /.fgds/stats, one per agent, each ending in a newline.
   std::string StatsText() const;
 
@@ -154,8 +166,6 @@ class AgentPool {
   int64_t TransferRdma(Agent& agent, bool write, std::string_view name,
                        uint64_t offset, void* buffer, size_t length,
                        const backend::MemoryRegion* region, std::string* why);
-  // Counts one request on GPU memory that no agent moved.
-  void NoteGpuFallback(std::string why);
   // A connected client of `agent`, or null (the agent is marked down;
   // *error: -EACCES for a wrong key, else -EHOSTDOWN).
   std::unique_ptr<AgentClient> Borrow(Agent& agent, int* error);
@@ -188,6 +198,8 @@ class AgentPool {
   std::shared_ptr<RdmaProtectionDomain> rdma_pd_ ABSL_GUARDED_BY(rdma_mu_);
   std::atomic<uint64_t> unrouted_{0};  // fallbacks with no agent up
   std::atomic<uint64_t> gpu_fallbacks_{0};
+  std::atomic<uint64_t> gpu_bounced_{0};         // NoteGpuBounce
+  std::atomic<uint64_t> gpu_bounced_always_{0};  // of those, for good
   mutable fgds::Mutex gpu_mu_;
   std::string gpu_fallback_reason_ ABSL_GUARDED_BY(gpu_mu_);
   UnsyncedWrites unsynced_;

@@ -334,6 +334,54 @@ TEST_F(AgentPoolTest, AnUnreachableRdmaAgentIsDownWithTheReason) {
       << "no reason: " << stats;
 }
 
+// GPU memory (Kind::kDevice) with the dma-buf a session kept for the NIC.
+class DeviceRegion : public backend::MemoryRegion {
+ public:
+  DeviceRegion(char* base, uint64_t size, int fd)
+      : MemoryRegion(base, size, Kind::kDevice, 0), fd_(fd) {}
+  int dmabuf_fd() const override { return fd_; }
+
+ private:
+  const int fd_;
+};
+
+// Whether a device region can never move by the pool's agents: the answer
+// a backend without its own way to GPU memory gives its client ("bounce,
+// for good"). Only a maybe with an RDMA agent (built with RDMA), its
+// dma-buf, unchecked payloads and no failed registration.
+TEST_F(AgentPoolTest, DeviceMemoryNeverMovesWithoutAWayForTheNic) {
+  char base[4096];
+  DeviceRegion without(base, sizeof(base), -1);
+  DeviceRegion with(base, sizeof(base), 0);  // a descriptor; never used here
+  auto make = [&](AgentTransport transport, bool checked) {
+    AgentPoolOptions o;
+    o.agents = {AgentAddress(HostPort{"127.0.0.1", 1}, transport)};
+    o.key = key_;
+    o.checked = checked;
+    auto pool = AgentPool::Create(std::move(o));
+    EXPECT_TRUE(pool.ok()) << pool.status();
+    return std::move(*pool);
+  };
+  auto tcp = make(AgentTransport::kTcp, false);
+  EXPECT_TRUE(tcp->DeviceNeverMoves(with));
+  auto rdma = make(AgentTransport::kRdma, false);
+  EXPECT_TRUE(rdma->DeviceNeverMoves(without));
+#ifdef FGDS_HAVE_RDMA
+  EXPECT_FALSE(rdma->DeviceNeverMoves(with));
+#else
+  EXPECT_TRUE(rdma->DeviceNeverMoves(with));
+#endif
+  auto checked = make(AgentTransport::kRdma, true);
+  EXPECT_TRUE(checked->DeviceNeverMoves(with));
+  // The counters of the "# agents:" line.
+  rdma->NoteGpuBounce(false);
+  rdma->NoteGpuBounce(true);
+  const std::string stats = rdma->StatsText();
+  EXPECT_NE(stats.find(" gpu_bounced=2 gpu_bounced_for_good=1\n"),
+            std::string::npos)
+      << stats;
+}
+
 TEST_F(AgentPoolTest, BadPoolsAreRefused) {
   AgentPoolOptions none;
   none.key = key_;

@@ -23,6 +23,13 @@ class Registration : public backend::MemoryRegion::Attachment {
 
 RdmaAgentLink::~RdmaAgentLink() = default;
 
+bool RdmaAgentLink::RegistrationFailed(const backend::MemoryRegion& region) {
+  // Only links attach to regions of a mount that has agents (one backend
+  // per mount); dynamic_cast all the same, as it costs nothing here.
+  const auto* r = dynamic_cast<const Registration*>(region.attachment());
+  return r != nullptr && r->mr == nullptr;
+}
+
 absl::StatusOr<std::unique_ptr<RdmaAgentLink>> RdmaAgentLink::Connect(
     RdmaAgentClientOptions options, size_t staging_bytes) {
   std::unique_ptr<RdmaAgentLink> link(new RdmaAgentLink());

@@ -77,6 +77,10 @@ class RdmaAgentLink {
                    void* data, size_t length,
                    const backend::MemoryRegion* region, RdmaTransferNote* note);
 
+  // Whether `region`'s registration was tried and failed (its attachment
+  // says so): it is never tried again, so no link will move it in place.
+  static bool RegistrationFailed(const backend::MemoryRegion& region);
+
   bool connected() const { return client_->connected(); }
   const std::string& last_error() const { return client_->last_error(); }
   // The client's counts: transfers redone on a new connection, data whose

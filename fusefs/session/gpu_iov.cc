@@ -1,5 +1,9 @@
 #include "fusefs/session/gpu_iov.h"
 
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +67,18 @@ int DmaBufExporter(int fd, std::string* exporter) {
   }
   std::fclose(f);
   return ret;
+}
+
+int NicOnlyDescriptor(int fd, std::string* exporter) {
+  if (DmaBufExporter(fd, exporter) == 0) return 0;
+  struct statfs sfs;
+  struct stat st;
+  if (fstatfs(fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC &&
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    *exporter = "tmpfs";
+    return 0;
+  }
+  return -EINVAL;
 }
 
 int CheckGpuIovValues(const fgds_msg_gpu_iov_register& msg,

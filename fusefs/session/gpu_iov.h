@@ -33,6 +33,18 @@ namespace fgds::session {
 // /proc/self/fdinfo/<fd> for dma-bufs and for nothing else.
 int DmaBufExporter(int fd, std::string* exporter);
 
+// NicOnlyDescriptor: 0 when `fd` may be kept for a NIC to register
+// (Session::RegisterNicOnlyGpuIov), with *exporter naming it; else
+// -EINVAL. The NIC is the judge of what it can register (the kernel's
+// dma_buf_get refuses anything else, and that refusal only makes the
+// iov's entries bounce), so this does not insist on a dma-buf: it accepts
+// one (exporter from fdinfo) or a file of tmpfs (a memfd, as the tests'
+// stand-in GPUs hand over: "tmpfs"). It refuses the rest because the
+// daemon holds the descriptor and closes it later, and a close of a file
+// on another file system (FUSE, NFS) may wait on a server the client
+// controls.
+int NicOnlyDescriptor(int fd, std::string* exporter);
+
 // CheckGpuIovValues: 0, or -EINVAL for a request no mapping could serve:
 // size 0 or above `max_bytes`, a dma-buf size that is not whole pages, a
 // range not inside the dma-buf, a pci_bus_id that is not a PCI address.

@@ -34,6 +34,29 @@ TEST(GpuIovTest, OnlyDmaBufsAreDmaBufs) {
   EXPECT_EQ(exporter, "unchanged");
 }
 
+// What the daemon keeps for a NIC-only GPU iov: a dma-buf or a memfd (the
+// NIC judges it); not a pipe (nor any file whose close may block).
+TEST(GpuIovTest, NicOnlyKeepsDmaBufsAndMemfdsOnly) {
+  std::string exporter;
+  int memfd = memfd_create("stand-in", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  EXPECT_EQ(NicOnlyDescriptor(memfd, &exporter), 0);
+  EXPECT_EQ(exporter, "tmpfs");
+  close(memfd);
+  exporter = "unchanged";
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  EXPECT_EQ(NicOnlyDescriptor(pipe_fds[0], &exporter), -EINVAL);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  EXPECT_EQ(NicOnlyDescriptor(dir, &exporter), -EINVAL);
+  close(dir);
+  EXPECT_EQ(NicOnlyDescriptor(-1, &exporter), -EINVAL);
+  EXPECT_EQ(exporter, "unchanged");
+}
+
 TEST(GpuIovTest, ImpossibleRequestsAreInvalid) {
   constexpr uint64_t kMax = uint64_t{1} << 30;
   EXPECT_EQ(CheckGpuIovValues(ValidGpuIovRegister(), kMax), 0);

@@ -47,6 +47,19 @@ std::shared_ptr<SharedMemory> SharedMemory::Adopt(char* base, uint64_t size,
       new SharedMemory(base, size, false, std::move(keeper), storage_dev));
 }
 
+int SharedMemory::NicOnly(uint64_t size, std::shared_ptr<SharedMemory>* out) {
+  if (size == 0 || size > static_cast<uint64_t>(INT64_MAX)) return -EINVAL;
+  // Address space only: PROT_NONE and MAP_NORESERVE commit no memory.
+  void* base = mmap(nullptr, size, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) return -errno;
+  std::shared_ptr<void> reservation(
+      base, [size](void* p) { munmap(p, static_cast<size_t>(size)); });
+  out->reset(new SharedMemory(static_cast<char*>(base), size, false,
+                              std::move(reservation)));
+  return 0;
+}
+
 SharedMemory::~SharedMemory() {
   // A backend's registration of the pages (an RDMA memory region) goes
   // before the mapping does.

@@ -52,6 +52,15 @@ class SharedMemory : public backend::MemoryRegion {
   static std::shared_ptr<SharedMemory> Adopt(char* base, uint64_t size,
                                              std::shared_ptr<void> keeper,
                                              dev_t storage_dev = 0);
+  // NicOnly: device memory (Kind::kDevice) the daemon never maps: a GPU
+  // iov of a backend that reaches no device memory, whose only way is a
+  // NIC registering its dma-buf (KeepDmabuf; docs/agent.md). base() is
+  // `size` bytes of address space reserved PROT_NONE (no pages, nothing of
+  // the client's behind them), so that requests can name bytes of it as
+  // any region's (base() + offset) while a CPU access, should a bug ever
+  // try one past the backends' refusal of kDevice memory, faults instead
+  // of reading or writing anything. -ENOMEM when no address space is left.
+  static int NicOnly(uint64_t size, std::shared_ptr<SharedMemory>* out);
   ~SharedMemory() override;
 
   // GPU memory: only O_DIRECT I/O may reach it (backend/local/io_policy.h).

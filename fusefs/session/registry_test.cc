@@ -10,11 +10,32 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "gtest/gtest.h"
 
 namespace fgds::session {
 namespace {
+
+// The permissions of the mapping of this process that holds all of
+// [start, end) ("" if none does), from /proc/self/maps.
+std::string PermsOf(uint64_t start, uint64_t end) {
+  FILE* f = fopen("/proc/self/maps", "re");
+  if (f == nullptr) return "?";
+  char line[512];
+  std::string perms;
+  while (fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    char p[5] = {};
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, p) == 3 && lo <= start &&
+        end <= hi) {
+      perms = p;
+      break;
+    }
+  }
+  fclose(f);
+  return perms;
+}
 
 int Memfd(off_t size, int seals) {
   int fd = memfd_create("test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -104,6 +125,34 @@ TEST(SharedMemoryTest,
   EXPECT_TRUE(registration_saw_open);
   EXPECT_FALSE(open_now());
   EXPECT_EQ(limits->UsageOf(1000).files, 0u);
+}
+
+// A NIC-only iov's memory: device memory whose bytes the CPU cannot
+// reach (PROT_NONE address space, no pages), with the dma-buf it keeps
+// closed when it goes.
+TEST(SharedMemoryTest, NicOnlyIsDeviceMemoryTheCpuCannotTouch) {
+  std::shared_ptr<SharedMemory> m;
+  EXPECT_EQ(SharedMemory::NicOnly(0, &m), -EINVAL);
+  ASSERT_EQ(SharedMemory::NicOnly(uint64_t{1} << 30, &m), 0);
+  EXPECT_TRUE(m->direct_only());
+  EXPECT_EQ(m->kind(), backend::MemoryRegion::Kind::kDevice);
+  EXPECT_EQ(m->dmabuf_fd(), -1);
+  // No access at all, as the kernel has it.
+  const auto start = reinterpret_cast<uintptr_t>(m->base());
+  const uint64_t end = start + (uint64_t{1} << 30);
+  EXPECT_EQ(PermsOf(start, end), "---p");
+  // A CPU access faults. (Re-executes the binary for it: other threads,
+  // the sanitizers', make a plain fork unsafe.)
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH({ *reinterpret_cast<volatile char*>(m->base() + 4096) = 1; },
+               "");
+  int fd = memfd_create("kept", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  m->KeepDmabuf(fd, 0, Charge());
+  EXPECT_EQ(m->dmabuf_fd(), fd);
+  m.reset();
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1);  // closed with the memory
+  EXPECT_EQ(PermsOf(start, end), "");
 }
 
 TEST(RegistryTest, LimitsAndIds) {

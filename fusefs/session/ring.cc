@@ -48,6 +48,14 @@ IoStats::FileSide FileSideOf(backend::IoPath path) {
                                           : IoStats::FileSide::kPageCache;
 }
 
+// Whether a completion counts in IoStats: not a "bounce this entry"
+// answer, whose entry the client moves again through its staging (counted
+// there, as gpu-bounce), so that it is neither an error nor counted twice.
+bool Counted(backend::IoPath path) {
+  return path != backend::IoPath::kBounceEntry &&
+         path != backend::IoPath::kBounceAlways;
+}
+
 // The completion's path field, in the ring ABI's terms.
 uint32_t RingPath(backend::IoPath path) {
   switch (path) {
@@ -59,6 +67,10 @@ uint32_t RingPath(backend::IoPath path) {
       return FGDS_PATH_TCP;
     case backend::IoPath::kAgentRdma:
       return FGDS_PATH_RDMA;
+    case backend::IoPath::kBounceEntry:
+      return FGDS_PATH_BOUNCE_ENTRY;
+    case backend::IoPath::kBounceAlways:
+      return FGDS_PATH_BOUNCE_ALWAYS;
     case backend::IoPath::kNone:
       break;
   }
@@ -111,7 +123,7 @@ class RingBatch {
       IoStats* stats = ring->stats();
       // Counted before the completion is visible: whoever sees it then
       // sees it counted too.
-      if (stats != nullptr) {
+      if (stats != nullptr && Counted(path())) {
         kind.file_side = FileSideOf(path());
         stats->Record(kind, result);
       }
@@ -229,7 +241,7 @@ class RingBatch {
     for (uint32_t i = 0; i < used_; ++i) {
       Op& op = ops_[i];
       if (!op.inline_done) continue;
-      if (stats != nullptr) {
+      if (stats != nullptr && Counted(op.path())) {
         IoStats::Kind kind = op.kind;
         kind.file_side = FileSideOf(op.path());
         if (run.entries > 0 && !(kind == run_kind)) count_run();

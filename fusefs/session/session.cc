@@ -341,6 +341,9 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   // a NIC (KeepDmabuf).
   std::string exporter;
   int ret = CheckGpuIovValues(msg, context_.limits.registry.max_iov_bytes);
+  if (ret == 0 && context_.nic_only_gpu_iovs) {
+    return RegisterNicOnlyGpuIov(msg, dmabuf_fd, reply, refused);
+  }
   if (ret == 0 && DmaBufExporter(dmabuf_fd, &exporter) != 0) {
     LogWarning("usrbio session of pid %d: GPU iov refused: not a dma-buf",
                pid_);
@@ -416,6 +419,91 @@ int Session::RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
   }
   reply->path = mapping.path;
   reply->reason = mapping.reason;
+  return 0;
+}
+
+int Session::RegisterNicOnlyGpuIov(const fgds_msg_gpu_iov_register& msg,
+                                   int dmabuf_fd, fgds_msg_reply* reply,
+                                   uint32_t* refused) {
+  // No mapping: the descriptor is all the daemon keeps, and only a NIC
+  // ever uses it (ibv_reg_dmabuf_mr, whose dma_buf_get refuses anything
+  // that is not a dma-buf: the iov's entries then come back "bounce").
+  std::string exporter;
+  if (NicOnlyDescriptor(dmabuf_fd, &exporter) != 0) {
+    LogWarning(
+        "usrbio session of pid %d: GPU iov refused: not a dma-buf (nor a "
+        "memfd)",
+        pid_);
+    close(dmabuf_fd);
+    return -EINVAL;
+  }
+  const int gpu_slot = context_.io_stats != nullptr
+                           ? context_.io_stats->GpuSlot(msg.pci_bus_id)
+                           : -1;
+  auto bounce = [&](uint32_t reason, const std::string& why) {
+    close(dmabuf_fd);
+    if (context_.io_stats != nullptr) {
+      context_.io_stats->NoteGpuIov(gpu_slot, FGDS_PATH_BOUNCE, reason);
+    }
+    LogInfo(
+        "usrbio session of pid %d: GPU iov, %u bytes of GPU %s (dma-buf of "
+        "%s): bounce: %s",
+        pid_, msg.size, msg.pci_bus_id, exporter, why);
+    reply->path = FGDS_PATH_BOUNCE;
+    reply->reason = reason;
+    return 0;
+  };
+  if (!context_.gpus.Allows(msg.pci_bus_id)) {
+    return bounce(FGDS_IOV_GPU_REASON_EXCLUDED,
+                  std::string("GPU ") + msg.pci_bus_id +
+                      " is not in the daemon's GPU subset (--gpus " +
+                      context_.gpus.spec + ")");
+  }
+  // The reservation takes address space, charged as a mapping would be;
+  // the kept descriptor is one registered file (as KeepDmabuf's).
+  Charge charge;
+  int ret = UserLimits::Take(context_.user_limits, uid_,
+                             {.mappings = 1, .bytes = PageRounded(msg.size)},
+                             &charge, refused);
+  if (ret != 0) {
+    close(dmabuf_fd);
+    return ret;
+  }
+  Charge fd_charge;
+  uint32_t fd_refused = 0;
+  if (UserLimits::Take(context_.user_limits, uid_, {.files = 1}, &fd_charge,
+                       &fd_refused) != 0) {
+    return bounce(FGDS_IOV_GPU_REASON_REFUSED,
+                  std::string("the dma-buf cannot be kept for the NIC: ") +
+                      LimitDescription(fd_refused));
+  }
+  std::shared_ptr<SharedMemory> memory;
+  ret = SharedMemory::NicOnly(msg.size, &memory);
+  if (ret != 0) {
+    return bounce(FGDS_IOV_GPU_REASON_REFUSED,
+                  std::string("no address space to name the iov: ") +
+                      std::strerror(-ret));
+  }
+  memory->KeepDmabuf(dmabuf_fd, msg.dmabuf_offset, std::move(fd_charge));
+  memory->AttachCharge(std::move(charge));
+  memory->SetGpuSlot(gpu_slot);
+  if (context_.io_stats != nullptr) {
+    context_.io_stats->NoteGpuIov(gpu_slot, FGDS_PATH_DIRECT,
+                                  FGDS_IOV_GPU_REASON_NONE);
+  }
+  // From here the memory owns the descriptor (closed when it goes).
+  const int64_t added = registry_->AddIov(std::move(memory));
+  if (added < 0) {
+    *refused = FGDS_LIMIT_SESSION_IOVS;
+    return static_cast<int>(added);
+  }
+  reply->id = static_cast<uint32_t>(added);
+  reply->path = FGDS_PATH_DIRECT;
+  reply->reason = FGDS_IOV_GPU_REASON_NONE;
+  LogInfo(
+      "usrbio session of pid %d: GPU iov %u, %u bytes of GPU %s (%s): direct "
+      "by the NIC only (not mapped; entries no RDMA agent moves bounce)",
+      pid_, reply->id, msg.size, msg.pci_bus_id, exporter);
   return 0;
 }
 

@@ -76,6 +76,12 @@ struct SessionContext {
   // (backend::Backend::TakesDmabufs). One descriptor per such iov, charged
   // to the user as a registered file.
   bool keep_dmabufs = false;
+  // The backend reaches no device memory (storage_dir empty) but its RDMA
+  // agents take dma-bufs: a GPU iov gets no mapping, keeps its dma-buf for
+  // the NIC, and is answered DIRECT (SharedMemory::NicOnly; docs/agent.md,
+  // "GPU iovs over RDMA"). Its entries no agent moves come back "bounce
+  // this entry" (FGDS_PATH_BOUNCE_ENTRY) for the client to stage.
+  bool nic_only_gpu_iovs = false;
   // The GPUs whose memory GPU iovs may map (--gpus); all by default.
   gpu::GpuAllowList gpus;
   SessionLimits limits;
@@ -124,6 +130,9 @@ class Session {
                   uint32_t* refused);
   int RegisterGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
                      fgds_msg_reply* reply, uint32_t* refused);
+  // RegisterGpuIov's way for context_.nic_only_gpu_iovs (values checked).
+  int RegisterNicOnlyGpuIov(const fgds_msg_gpu_iov_register& msg, int dmabuf_fd,
+                            fgds_msg_reply* reply, uint32_t* refused);
   int RegisterIor(const fgds_msg_ior_register& msg, int* fds, uint32_t* id,
                   uint32_t* refused);
   // IOV_GPU_STAGING: tags a host iov with its GPU, for IoStats.

@@ -553,6 +553,79 @@ TEST_F(SessionTest, ClosingWithIoInFlightReleasesWhenTheIoCompletes) {
   EXPECT_EQ(cqes[0].path, FGDS_PATH_PAGE_CACHE);
 }
 
+// A backend that reaches no GPU memory but whose RDMA agents take
+// dma-bufs (ceph with rdma:// agents): a GPU iov keeps the descriptor, gets
+// no mapping and is answered DIRECT; its entries reach the backend as
+// device memory with the kept dma-buf, and the backend's "bounce this
+// entry" reaches the client as -EREMOTEIO with FGDS_PATH_BOUNCE_ENTRY (or
+// _ALWAYS). The descriptor goes with the iov.
+TEST_F(SessionTest, NicOnlyGpuIovsKeepTheDmabufAndPassBounceAnswersOn) {
+  context_.keep_dmabufs = true;
+  context_.nic_only_gpu_iovs = true;
+  ConnectAndHello();
+  ClientRing ring(8);
+  ASSERT_EQ(RegisterIor(ring, IorParams(8)), 0);
+  uint32_t file = 0;
+  ASSERT_EQ(RegisterFile(O_RDWR, &file), 0);
+  fgds_msg_gpu_iov_register msg = {};
+  msg.size = kIovSize;
+  msg.dmabuf_size = kIovSize;
+  strcpy(msg.pci_bus_id, "0000:3b:00.0");
+  const int stand_in = MakeMemfd(kIovSize, 0);  // the NIC would refuse it
+  const int before = OpenFdCount();
+  Reply r;
+  ASSERT_TRUE(Call(FGDS_MSG_GPU_IOV_REGISTER, msg, {stand_in}, &r));
+  close(stand_in);
+  ASSERT_EQ(r.body.result, 0);
+  ASSERT_EQ(r.body.path, FGDS_PATH_DIRECT);
+  EXPECT_EQ(r.body.reason, FGDS_IOV_GPU_REASON_NONE);
+  const uint32_t iov = r.body.id;
+  EXPECT_EQ(OpenFdCount(), before);  // ours closed, the daemon's kept
+
+  // A pipe is no file the daemon keeps (its close could block elsewhere).
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  ASSERT_TRUE(Call(FGDS_MSG_GPU_IOV_REGISTER, msg, {pipe_fds[0]}, &r));
+  EXPECT_EQ(r.body.result, -EINVAL);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+
+  std::vector<fgds_sqe> sqes = {
+      testing::ReadSqe(file, iov, 0, 0, 4096, 1),
+      testing::ReadSqe(file, iov, 8192, 4096, 4096, 2)};
+  ring.Submit(sqes);
+  ASSERT_TRUE(backend_.WaitForRequests(2));
+  for (const backend::FileIoRequest& q : backend_.requests()) {
+    ASSERT_NE(q.region, nullptr);
+    EXPECT_EQ(q.region->kind(), backend::MemoryRegion::Kind::kDevice);
+    EXPECT_GE(q.region->dmabuf_fd(), 0);
+  }
+  backend_.Complete({{0, -EREMOTEIO, IoPath::kBounceEntry},
+                     {1, -EREMOTEIO, IoPath::kBounceAlways}});
+  ASSERT_TRUE(ring.WaitForCqes(2));
+  std::vector<fgds_cqe> cqes = ring.Reap();
+  ASSERT_EQ(cqes.size(), 2u);
+  for (const fgds_cqe& c : cqes) {
+    EXPECT_EQ(c.result, FGDS_RESULT_BOUNCE);
+    EXPECT_EQ(c.path, c.userdata == 1 ? FGDS_PATH_BOUNCE_ENTRY
+                                      : FGDS_PATH_BOUNCE_ALWAYS);
+  }
+  // Neither errors nor bytes of the gpu-direct row: the client moves these
+  // entries again through its staging, counted there.
+  IoStats::Kind direct_read;
+  direct_read.op = IoStats::Op::kRead;
+  direct_read.memory = IoStats::Memory::kGpuDirect;
+  for (auto side :
+       {IoStats::FileSide::kPageCache, IoStats::FileSide::kODirect}) {
+    direct_read.file_side = side;
+    EXPECT_EQ(stats_.Get(direct_read).entries, 0u);
+    EXPECT_EQ(stats_.Get(direct_read).errors, 0u);
+  }
+  // Unregistering drops the kept descriptor (no I/O holds the iov).
+  EXPECT_EQ(Unregister(FGDS_MSG_IOV_UNREGISTER, iov), 0);
+  EXPECT_EQ(OpenFdCount(), before - 1);
+}
+
 TEST_F(SessionTest, AnEmptyPacketWithDescriptorsLeaksNone) {
   ConnectAndHello();
   int memfd = MakeMemfd(kIovSize, F_SEAL_SHRINK);

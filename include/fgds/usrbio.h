@@ -234,7 +234,14 @@ int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
  * GPU memory, completing with path FGDS_PATH_DIRECT; it is neither staged
  * nor copied, so a read's data is in GPU memory when its completion
  * arrives, and a write's source must be ready at fgds_ior_submit, as on
- * the bounce path. Every other entry takes the bounce path. */
+ * the bounce path. Every other entry takes the bounce path.
+ *
+ * DIRECT on a remote backend with RDMA agents (docs/usrbio.md, "GPU iovs
+ * over RDMA"): the daemon mapped nothing but keeps the dma-buf for its
+ * agents' NIC; such an entry completes FGDS_PATH_RDMA when an agent moved
+ * it in place, else the library bounces it transparently (path
+ * FGDS_PATH_BOUNCE). When the daemon says the NIC will never take the
+ * memory, the iov turns BOUNCE (reason FGDS_IOV_GPU_REASON_MAP_FAILED). */
 int fgds_iov_gpu_path(const struct fgds_iov* iov,
                       uint32_t* reason) FGDS_NOEXCEPT;
 
@@ -244,7 +251,10 @@ int fgds_iov_gpu_path(const struct fgds_iov* iov,
  * CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, the driver refused, or its PCI
  * address is unknown. */
 #define FGDS_IOV_GPU_REASON_NO_DMABUF 1u
-/* The daemon refused the dma-buf (an error reply: not a dma-buf, limits). */
+/* The daemon refused the dma-buf (an error reply: not a dma-buf, limits;
+ * or a BOUNCE reply from a daemon that would keep the dma-buf for its
+ * RDMA agents' NIC but has no room: the user's registered-file limit,
+ * each kept dma-buf being one file, docs/limits.md). */
 #define FGDS_IOV_GPU_REASON_REFUSED 2u
 /* The daemon's host has no /dev/fgds_<bdf> for this GPU: the fgds kernel
  * module is not loaded, or not bound to it. */
@@ -257,7 +267,10 @@ int fgds_iov_gpu_path(const struct fgds_iov* iov,
  * the GPU (e.g. across CPU sockets, or in a VM). */
 #define FGDS_IOV_GPU_REASON_NO_P2P 5u
 /* The module could not register or map the dma-buf (driver refused a
- * peer-to-peer attachment, limits). */
+ * peer-to-peer attachment, limits); or, on a DIRECT iov of a remote
+ * backend (docs/usrbio.md, "GPU iovs over RDMA"), the NIC refused it: the
+ * daemon answered an entry FGDS_PATH_BOUNCE_ALWAYS, and from then on
+ * fgds_iov_gpu_path says BOUNCE with this reason. */
 #define FGDS_IOV_GPU_REASON_MAP_FAILED 6u
 /* The GPU is not in the daemon's GPU subset (fgds mount --gpus): the
  * daemon maps no memory of it; its iovs bounce. */

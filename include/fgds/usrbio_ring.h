@@ -27,6 +27,7 @@
 #ifndef FGDS_USRBIO_RING_H_
 #define FGDS_USRBIO_RING_H_
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,22 @@
  * over TCP, or by RDMA straight into or out of the iov. */
 #define FGDS_PATH_TCP 4u
 #define FGDS_PATH_RDMA 5u
+/* "Bounce this entry": an entry on a GPU iov that the daemon answered
+ * DIRECT without mapping it (a remote backend whose RDMA agents reach GPU
+ * memory only by the NIC, docs/usrbio.md "GPU iovs over RDMA") that no
+ * agent moved. Always with result FGDS_RESULT_BOUNCE (-EREMOTEIO): the pair
+ * is the signal, so a real -EREMOTEIO error (which never carries these
+ * paths) is never taken for it. No byte of a read reached the caller as
+ * data it may use; a write may have reached the file in part, and bouncing
+ * it writes the same bytes at the same offsets. libfgds re-issues such an
+ * entry through the iov's bounce staging and reports one completion
+ * (path FGDS_PATH_BOUNCE): applications using libfgds never see these.
+ * _ALWAYS: and no later entry of the iov will move directly either (the
+ * NIC refused its dma-buf, or the mount checks agent payloads with the
+ * CPU): the library bounces every later entry of the iov. */
+#define FGDS_PATH_BOUNCE_ENTRY 6u
+#define FGDS_PATH_BOUNCE_ALWAYS 7u
+#define FGDS_RESULT_BOUNCE (-EREMOTEIO)
 
 /* sq_flags bits (written by the daemon, read by the client). */
 /* The daemon's worker is asleep on the submit eventfd: a submit must write
@@ -89,6 +106,10 @@
 /* fgds_sqe.tag of the library's GPU iov staging I/O ("GPUB"). The daemon
  * only counts such entries apart in its statistics. */
 #define FGDS_SQE_TAG_GPU_STAGING 0x42555047u
+/* fgds_sqe.tag of the library's entries on a DIRECT GPU iov's own id
+ * ("GPUD"): each is one application entry, which the library re-issues
+ * through the staging when the daemon answers FGDS_PATH_BOUNCE_ENTRY. */
+#define FGDS_SQE_TAG_GPU_DIRECT 0x44555047u
 
 struct fgds_sqe {
   uint8_t opcode; /* FGDS_OP_READ, FGDS_OP_WRITE or FGDS_OP_FSYNC */

@@ -292,8 +292,14 @@ int WrapGpuIov(fgds_session* session, fgds_iov* iov, uint64_t dev_ptr,
 int GpuPath(const fgds_iov* iov, uint32_t* reason) {
   if (iov == nullptr || iov->gpu == nullptr) return -EINVAL;
   const GpuIov* g = GpuOf(iov);
-  if (reason != nullptr) *reason = g->reason;
-  return static_cast<int>(g->direct ? FGDS_PATH_DIRECT : FGDS_PATH_BOUNCE);
+  // The daemon's "bounce, for good" answer (the NIC refused the dma-buf)
+  // turned a DIRECT iov into a bouncing one.
+  const bool failed = g->direct_failed.load(std::memory_order_relaxed);
+  if (reason != nullptr) {
+    *reason = failed ? FGDS_IOV_GPU_REASON_MAP_FAILED : g->reason;
+  }
+  return static_cast<int>(g->direct && !failed ? FGDS_PATH_DIRECT
+                                               : FGDS_PATH_BOUNCE);
 }
 
 int DestroyGpuIov(fgds_iov* iov) {

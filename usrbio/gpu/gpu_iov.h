@@ -15,6 +15,7 @@
 #ifndef FGDS_USRBIO_GPU_GPU_IOV_H_
 #define FGDS_USRBIO_GPU_GPU_IOV_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,12 @@ struct GpuIov {
   // entries past it bounce.
   uint64_t direct_size = 0;
   uint32_t reason = FGDS_IOV_GPU_REASON_NO_DMABUF;  // NONE when direct
+  // The daemon answered an entry FGDS_PATH_BOUNCE_ALWAYS: its direct way
+  // will never move bytes (the NIC refused the dma-buf), so every later
+  // entry bounces. Set by the reaping thread (the stager), read by the
+  // submitting one (DirectEntry) and by the stager again before a direct
+  // try, so entries prepared before the answer skip the try too.
+  std::atomic<bool> direct_failed{false};
 
   fgds_iov staging = {};
   bool staging_pinned = false;
@@ -140,7 +147,10 @@ inline GpuIov* GpuOf(const fgds_iov* iov) {
 }
 
 // DirectEntry: whether an entry on `g` at device address `dev` can skip
-// the stager and go to the daemon on g->direct_id: the daemon said DIRECT,
+// the staging and go to the daemon on g->direct_id (still through the
+// stager, which re-issues it through the staging if the daemon answers
+// "bounce this entry", FGDS_PATH_BOUNCE_ENTRY): the daemon said DIRECT
+// and has not said since that the iov never moves directly,
 // the entry lies inside the mapped part, and it can go O_DIRECT (what the
 // daemon demands of GPU memory, fusefs/session/sqe_check.h): 4096-aligned
 // address, offset and length, not buffered. The address stands for the buffer's
@@ -150,7 +160,8 @@ inline bool DirectEntry(const GpuIov* g, uint64_t dev, uint64_t file_offset,
   constexpr uint64_t kDirectAlign = 4096;
   // The daemon's limit on one entry; the stager splits longer ones.
   constexpr uint64_t kMaxDirectLen = uint64_t{1} << 30;
-  return g->direct && dev >= g->dev_base && len <= g->direct_size &&
+  return g->direct && !g->direct_failed.load(std::memory_order_relaxed) &&
+         dev >= g->dev_base && len <= g->direct_size &&
          dev - g->dev_base <= g->direct_size - len &&
          ((dev | file_offset | len) % kDirectAlign) == 0 &&
          len <= kMaxDirectLen && (sqe_flags & FGDS_SQE_BUFFERED) == 0 &&

@@ -44,7 +44,7 @@ int Stager::PrepHost(const fgds_sqe& sqe) {
 
 int Stager::PrepGpu(const fgds_iov* iov, uint32_t opcode, uint32_t sqe_flags,
                     uint64_t dev, int fd_id, uint64_t file_offset, uint64_t len,
-                    uint64_t userdata) {
+                    uint64_t userdata, bool direct) {
   std::lock_guard<std::mutex> lock(mu_);
   if (InFlight(ior_) >= ior_->cq_entries) return -EAGAIN;
   GpuIov* g = GpuOf(iov);
@@ -61,6 +61,7 @@ int Stager::PrepGpu(const fgds_iov* iov, uint32_t opcode, uint32_t sqe_flags,
   request->dev = dev;
   request->file_offset = file_offset;
   request->userdata = userdata;
+  request->direct = direct;
   prepared_.push(request);
   ++prepared_count_;
   AddInFlight(ior_, 1);
@@ -110,6 +111,8 @@ int Stager::PeekLocked(fgds_cqe* cqes, unsigned max) {
       const fgds_cqe cqe = ior_->cqes[head & (ior_->cq_entries - 1)];
       if (cqe.tag == kStagerTag) {
         HandleChunkCqeLocked(cqe);
+      } else if (cqe.tag == kDirectTag) {
+        HandleDirectCqeLocked(cqe);
       } else {
         if (got == max) break;
         cqes[got++] = cqe;
@@ -129,7 +132,7 @@ int Stager::PeekLocked(fgds_cqe* cqes, unsigned max) {
     fgds_cqe& out = cqes[got++];
     out.result = request->result.Value();
     out.userdata = request->userdata;
-    out.path = FGDS_PATH_BOUNCE;
+    out.path = request->path;
     out.tag = 0;
     ++host;
     delete request;
@@ -239,6 +242,53 @@ void Stager::IssueChunkSqeLocked(Slot* slot) {
   PushSqeLocked(sqe);
 }
 
+void Stager::IssueDirectSqeLocked(Request* request) {
+  GpuIov* g = request->iov;
+  fgds_sqe sqe = {};
+  sqe.opcode = request->opcode;
+  sqe.flags = request->sqe_flags;
+  sqe.iov_id = g->direct_id;
+  sqe.fd_id = request->fd_id;
+  sqe.tag = kDirectTag;
+  // The daemon's iov starts at dev_base (DirectEntry checked the range).
+  sqe.iov_offset = request->dev - g->dev_base;
+  sqe.file_offset = request->file_offset;
+  sqe.len = request->len;
+  sqe.userdata = reinterpret_cast<uintptr_t>(request);
+  request->next_byte = request->len;
+  ++request->chunks;
+  PushSqeLocked(sqe);
+}
+
+void Stager::HandleDirectCqeLocked(const fgds_cqe& cqe) {
+  // Our own entry: userdata is the request, draining with this one SQE.
+  auto* request =
+      reinterpret_cast<Request*>(static_cast<uintptr_t>(cqe.userdata));
+  --request->chunks;
+  const bool bounce =
+      cqe.result == FGDS_RESULT_BOUNCE && (cqe.path == FGDS_PATH_BOUNCE_ENTRY ||
+                                           cqe.path == FGDS_PATH_BOUNCE_ALWAYS);
+  if (!bounce) {
+    request->result.AddChunk(0, request->len, cqe.result);
+    request->path = cqe.path;
+    MaybeFinishLocked(request);
+    return;
+  }
+  // Nothing of it counts (a read's bytes are not to be used; a write is
+  // redone whole, the same bytes at the same offsets): it starts over on
+  // the staging, still holding its iov, and completes once, as BOUNCE.
+  if (cqe.path == FGDS_PATH_BOUNCE_ALWAYS) {
+    request->iov->direct_failed.store(true, std::memory_order_relaxed);
+  }
+  ++bounce_retries_;
+  request->direct = false;
+  request->next_byte = 0;
+  request->result = RequestResult(request->len);
+  request->path = FGDS_PATH_BOUNCE;
+  request->stage = Request::Stage::kActive;
+  active_.push(request);
+}
+
 bool Stager::BufferAliveLocked(Request* request) {
   // As usrbio/direct: the allocation must still be the one wrapped, or the
   // copy could land in memory that now belongs to someone else.
@@ -332,6 +382,18 @@ void Stager::PumpLocked() {
 
 void Stager::StartChunksLocked(Request* request) {
   GpuIov* g = request->iov;
+  // Prepared direct before the daemon said the iov never moves directly:
+  // straight to the staging.
+  if (request->direct && g->direct_failed.load(std::memory_order_relaxed)) {
+    request->direct = false;
+  }
+  if (request->direct) {
+    // One SQE, no slot; it waits for ring room like a read chunk.
+    if (request->next_byte == 0 && RingRoomLocked()) {
+      IssueDirectSqeLocked(request);
+    }
+    return;
+  }
   while (request->next_byte < request->len &&
          request->result.Wanted(request->next_byte) && !g->free_slots.empty()) {
     const bool read = request->opcode == FGDS_OP_READ;

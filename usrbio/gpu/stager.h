@@ -9,6 +9,12 @@
 //   write  D2H copy + event -> event done -> SQE from the slot -> CQE ->
 //          slot free
 //
+// An entry the daemon can take on a DIRECT iov's own id (DirectEntry) goes
+// there whole, still through the stager: if the daemon answers "bounce this
+// entry" (FGDS_PATH_BOUNCE_ENTRY, _ALWAYS: a remote backend's NIC could not
+// move it), the stager runs it through the staging as above, and the caller
+// still sees one completion (path FGDS_PATH_BOUNCE).
+//
 // No thread of its own: fgds_ior_submit, fgds_ior_peek and fgds_ior_wait
 // drive it. Chunks without a free slot wait in their request (staging never
 // grows); SQEs wait while the ring has no room.
@@ -32,6 +38,9 @@ namespace fgds::usrbio::gpu {
 
 // fgds_sqe.tag of the stager's chunk entries; fgds_prep_io's are 0.
 inline constexpr uint32_t kStagerTag = FGDS_SQE_TAG_GPU_STAGING;
+// fgds_sqe.tag of a direct entry (one whole request on the iov's
+// direct_id, userdata the Request).
+inline constexpr uint32_t kDirectTag = FGDS_SQE_TAG_GPU_DIRECT;
 
 // An intrusive FIFO (no allocation on the I/O path: T has a `next`).
 template <typename T>
@@ -73,8 +82,13 @@ struct Request {
   uint64_t file_offset = 0;
   uint64_t len;
   uint64_t userdata = 0;
-  uint64_t next_byte = 0;  // bytes already given to chunks
-  uint32_t chunks = 0;     // chunks started, not finished
+  // Goes to the daemon whole on iov->direct_id (DirectEntry) rather than
+  // through the staging, until the daemon answers "bounce this entry":
+  // then cleared and the request starts over on the staging.
+  bool direct = false;
+  uint32_t path = FGDS_PATH_BOUNCE;  // of its completion
+  uint64_t next_byte = 0;            // bytes already given to chunks
+  uint32_t chunks = 0;               // chunks started, not finished
   Stage stage = Stage::kPrepared;
   RequestResult result;
   Request* next = nullptr;  // in the Fifo of its stage
@@ -89,9 +103,16 @@ class Stager {
 
   // The fgds_prep_io / submit / peek / wait of an ior that has a stager.
   int PrepHost(const fgds_sqe& sqe);
+  // `direct`: the entry goes on the iov's direct id first (DirectEntry).
   int PrepGpu(const fgds_iov* iov, uint32_t opcode, uint32_t sqe_flags,
               uint64_t dev, int fd_id, uint64_t file_offset, uint64_t len,
-              uint64_t userdata);
+              uint64_t userdata, bool direct = false);
+  // Entries the daemon answered "bounce this entry" and that were
+  // re-issued through the staging (tests and stats).
+  uint64_t bounce_retries() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bounce_retries_;
+  }
   int Submit();
   int Peek(fgds_cqe* cqes, unsigned max);
   int Wait(fgds_cqe* cqes, unsigned max, unsigned min, int64_t timeout_us);
@@ -102,6 +123,8 @@ class Stager {
   void PushSqeLocked(const fgds_sqe& sqe);
   void IssueChunkSqeLocked(Slot* slot);
   void HandleChunkCqeLocked(const fgds_cqe& cqe);
+  void IssueDirectSqeLocked(Request* request);
+  void HandleDirectCqeLocked(const fgds_cqe& cqe);
   void PollCopiesLocked();
   void PumpLocked();
   void StartChunksLocked(Request* request);
@@ -128,6 +151,7 @@ class Stager {
   Fifo<Slot> copies_;  // guarded by mu_: copy + event in flight, oldest first
   Fifo<Slot> write_wait_;  // guarded by mu_: copied, waiting for ring room
   bool kick_ = false;      // guarded by mu_: SQEs published since the last kick
+  uint64_t bounce_retries_ = 0;  // guarded by mu_
 };
 
 inline Stager* StagerOf(const fgds_ior* ior) {

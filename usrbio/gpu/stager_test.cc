@@ -36,6 +36,7 @@ namespace {
 constexpr uint32_t kFileId = 0;
 constexpr uint32_t kStagingId = 7;
 constexpr uint32_t kHostIovId = 3;
+constexpr uint32_t kDirectId = 9;  // the daemon's own iov of a DIRECT GPU iov
 constexpr uint64_t kChunk = 4096;
 constexpr uint64_t kFileSize = 64 * 1024;
 
@@ -132,7 +133,14 @@ class TestDaemon {
       const fgds_sqe sqe = ior_->sqes[head & (ior_->sq_entries - 1)];
       fgds_store_release(&ring->sq_head.value, ++head);
       served.push_back(sqe);
-      Post(sqe, Execute(sqe));
+      if (sqe.tag == kDirectTag && direct_answer != 0) {
+        // "Bounce this entry": nothing moved.
+        trace_->push_back("bounce " + Range(sqe.file_offset, sqe.len));
+        Post(sqe, FGDS_RESULT_BOUNCE, direct_answer);
+        continue;
+      }
+      Post(sqe, Execute(sqe),
+           sqe.tag == kDirectTag ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE);
     }
     return count;
   }
@@ -156,6 +164,9 @@ class TestDaemon {
   // failing chunk); reads copy that many bytes when it is positive.
   std::map<uint64_t, int64_t> results;
   std::vector<fgds_sqe> served;
+  // The answer to entries on a direct iov (tag kDirectTag): 0 serves them;
+  // FGDS_PATH_BOUNCE_ENTRY or _ALWAYS answers "bounce this entry".
+  uint32_t direct_answer = 0;
 
  private:
   int64_t Execute(const fgds_sqe& sqe) {
@@ -189,7 +200,7 @@ class TestDaemon {
     return static_cast<int64_t>(len);
   }
 
-  void Post(const fgds_sqe& sqe, int64_t result) {
+  void Post(const fgds_sqe& sqe, int64_t result, uint32_t path) {
     fgds_ring_header* ring = ior_->ring;
     const uint32_t tail = fgds_load_relaxed(&ring->cq_tail.value);
     // The client never has more entries out than the CQ holds: posting
@@ -199,7 +210,7 @@ class TestDaemon {
     fgds_cqe& cqe = ior_->cqes[tail & (ior_->cq_entries - 1)];
     cqe.result = result;
     cqe.userdata = sqe.userdata;
-    cqe.path = FGDS_PATH_PAGE_CACHE;
+    cqe.path = path;
     cqe.tag = sqe.tag;
     fgds_store_release(&ring->cq_tail.value, tail + 1);
   }
@@ -256,7 +267,9 @@ class StagerTest : public ::testing::Test {
     daemon_ = std::make_unique<TestDaemon>(&io_->ior, &trace_);
     slots_ = slots;
 
-    dev_ = fake_.Alloc(dev_size);
+    // Page-aligned, as GPU allocations are (direct entries need it).
+    dev_alloc_ = fake_.Alloc(dev_size + 4096);
+    dev_ = (dev_alloc_ + 4095) & ~uint64_t{4095};
     ops_.set_base(dev_);
     direct::AllocationInfo info;
     std::string message;
@@ -297,6 +310,17 @@ class StagerTest : public ::testing::Test {
     host_iov_.memfd = -1;
     host_iov_.session = &session_;
     daemon_->iovs[kHostIovId] = {host_.data(), host_.size()};
+  }
+
+  // Makes the GPU iov DIRECT, as the daemon's answer to its dma-buf would
+  // (kDirectId, all of it), with the test daemon reaching the device
+  // memory through that id (the fake's device memory is host memory).
+  void MakeDirect() {
+    gpu_.direct = true;
+    gpu_.direct_id = kDirectId;
+    gpu_.direct_size = gpu_.size;
+    gpu_.reason = FGDS_IOV_GPU_REASON_NONE;
+    daemon_->iovs[kDirectId] = {reinterpret_cast<char*>(dev_), gpu_.size};
   }
 
   // Drops the ior (and its stager) and makes a new one on the same iovs
@@ -384,6 +408,7 @@ class StagerTest : public ::testing::Test {
   fgds_session session_ = {};
   std::unique_ptr<TestIor> io_;
   std::unique_ptr<TestDaemon> daemon_;
+  uint64_t dev_alloc_ = 0;  // the fake allocation dev_ lies in
   uint64_t dev_ = 0;
   char* staging_ = nullptr;
   uint32_t slots_ = 0;
@@ -618,7 +643,7 @@ TEST_F(StagerTest, AFreedBufferFailsItsEntryWithEfault) {
   Make(8, 2);
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
-  fake_.Free(dev_);  // the application freed it under the I/O
+  fake_.Free(dev_alloc_);  // the application freed it under the I/O
   Drive(1);
   EXPECT_EQ(done_[1].result, -EFAULT);
   // Nothing was copied into memory that is no longer the buffer.
@@ -688,6 +713,171 @@ TEST_F(StagerTest, DroppingAnIorWithAnUnreapedCompletionFreesItsIov) {
     ExpectIdle();
     ReplaceIor(8);
   }
+}
+
+}  // namespace
+}  // namespace fgds::usrbio::gpu
+
+namespace fgds::usrbio::gpu {
+namespace {
+
+// A DIRECT iov's aligned entry goes to the daemon whole, on its own id,
+// through the stager (tagged, so that a "bounce" answer can be caught),
+// and completes with the daemon's path.
+TEST_F(StagerTest, ADirectEntryGoesWholeOnTheDirectIdWithTheDaemonsPath) {
+  Make(8, 2);
+  MakeDirect();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 4096, 8192, 3 * kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->pending(), 1u);
+  const fgds_sqe sqe = daemon_->PendingSqes()[0];
+  EXPECT_EQ(sqe.tag, kDirectTag);
+  EXPECT_EQ(sqe.iov_id, kDirectId);
+  EXPECT_EQ(sqe.iov_offset, 4096u);
+  EXPECT_EQ(sqe.len, 3 * kChunk);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(3 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
+  EXPECT_EQ(done_[1].tag, 0u);
+  ExpectDeviceHoldsFile(4096, 8192, 3 * kChunk);
+  // No staging, no copy.
+  EXPECT_EQ(trace_, (Trace{"read " + Range(8192, 3 * kChunk), "done 1"}));
+  ExpectIdle();
+}
+
+// The daemon answers "bounce this entry" (a remote backend whose agents
+// could not move it): the library runs the same entry through the staging,
+// and the caller sees one completion, BOUNCE, with all the bytes; the iov
+// stays direct for the next entry (the answer was not "for good").
+TEST_F(StagerTest, ABounceAnswerReissuesTheEntryThroughTheStaging) {
+  Make(8, 2);
+  MakeDirect();
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
+  FillDevice(0, 4 * kChunk, 9);
+  std::vector<uint8_t> written(reinterpret_cast<uint8_t*>(dev_),
+                               reinterpret_cast<uint8_t*>(dev_) + 2 * kChunk);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 4 * kChunk, 0, 3 * kChunk, 1), 0);
+  ASSERT_EQ(PrepGpu(FGDS_OP_WRITE, 0, 12 * kChunk, 2 * kChunk, 2), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  Drive(2);
+  ASSERT_EQ(done_.size(), 2u);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(3 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(done_[2].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[2].path, FGDS_PATH_BOUNCE);
+  ExpectDeviceHoldsFile(4 * kChunk, 0, 3 * kChunk);
+  EXPECT_EQ(0, memcmp(daemon_->file.data() + 12 * kChunk, written.data(),
+                      written.size()));
+  // Each went to the direct id once, then through the staging.
+  int direct = 0, staged = 0;
+  for (const fgds_sqe& sqe : daemon_->served) {
+    (sqe.tag == kDirectTag ? direct : staged) += 1;
+  }
+  EXPECT_EQ(direct, 2);
+  EXPECT_EQ(staged, 5);
+  EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 2u);
+  EXPECT_FALSE(gpu_.direct_failed.load());
+  ExpectIdle();
+
+  // Still direct: the daemon serves the next one itself.
+  daemon_->direct_answer = 0;
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 4096, kChunk, 3), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  Drive(3);
+  EXPECT_EQ(done_[3].path, FGDS_PATH_DIRECT);
+  ASSERT_EQ(daemon_->served.size(), 1u);
+  EXPECT_EQ(daemon_->served[0].tag, kDirectTag);
+  ExpectIdle();
+}
+
+// "For good" (FGDS_PATH_BOUNCE_ALWAYS: the NIC refused the dma-buf): the
+// entry bounces, and every later entry of the iov goes to the staging at
+// once, never to the direct id again.
+TEST_F(StagerTest, ABounceAlwaysAnswerSendsEveryLaterEntryToTheStaging) {
+  Make(8, 2);
+  MakeDirect();
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ALWAYS;
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE);
+  ExpectDeviceHoldsFile(0, 0, 2 * kChunk);
+  EXPECT_TRUE(gpu_.direct_failed.load());
+  uint32_t reason = 0;
+  EXPECT_EQ(GpuPath(&iov_, &reason), static_cast<int>(FGDS_PATH_BOUNCE));
+  EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_MAP_FAILED);
+
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 8192, 2 * kChunk, 2), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  Drive(2);
+  EXPECT_EQ(done_[2].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[2].path, FGDS_PATH_BOUNCE);
+  for (const fgds_sqe& sqe : daemon_->served) EXPECT_EQ(sqe.tag, kStagerTag);
+  EXPECT_EQ(daemon_->served.size(), 2u);
+  EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 1u);
+  ExpectIdle();
+
+  // Entries prepared direct before that answer came skip the try too.
+  gpu_.direct_failed.store(false);
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, kChunk, 3), 0);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, kChunk, 4096, kChunk, 4), 0);
+  gpu_.direct_failed.store(true);  // as if answered in between
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  Drive(4);
+  for (const fgds_sqe& sqe : daemon_->served) EXPECT_EQ(sqe.tag, kStagerTag);
+  EXPECT_EQ(done_[3].path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(done_[4].path, FGDS_PATH_BOUNCE);
+  ExpectDeviceHoldsFile(0, 0, 2 * kChunk);
+  ExpectIdle();
+}
+
+// Only the pair (FGDS_RESULT_BOUNCE with a bounce path) asks for a
+// bounce: -EREMOTEIO from the storage on the direct path is the entry's
+// error, reported once and not retried.
+TEST_F(StagerTest, ARealEremoteioOnTheDirectPathIsTheEntrysError) {
+  Make(8, 2);
+  MakeDirect();
+  daemon_->results[8192] = -EREMOTEIO;
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 8192, kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, -EREMOTEIO);
+  EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
+  EXPECT_EQ(daemon_->served.size(), 1u);
+  EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 0u);
+  ExpectIdle();
+}
+
+// The daemon goes after answering "bounce this entry" and before serving
+// the staged retry: the wait says so (-ENOTCONN) and reports nothing for
+// the entry, neither the library's own direct answer nor a made-up result;
+// the daemon's one answer per SQE is all that ever arrives.
+TEST_F(StagerTest, ADaemonGoneMidRetryCompletesNothingTwice) {
+  Make(8, 2);
+  MakeDirect();
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->Serve(), 1);  // the direct try, answered "bounce"
+  EXPECT_EQ(Peek(), 0);            // re-issued on the staging, not reported
+  EXPECT_EQ(daemon_->pending(), 2u);
+  close(sock_[1]);  // the daemon is gone
+  sock_[1] = -1;
+  fgds_cqe cqe;
+  EXPECT_EQ(fgds_ior_wait(&io_->ior, &cqe, 1, 1, 5000000), -ENOTCONN);
+  EXPECT_TRUE(done_.empty());
+  EXPECT_EQ(InFlight(&io_->ior), 1u);  // still the application's entry
+  // (REQUIRES of fgds_ior_destroy: nothing in flight. The staged chunks are
+  // answered here so the fixture can tear down; nothing new is reported.)
+  ASSERT_EQ(daemon_->Serve(), 2);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE);
+  ExpectIdle();
 }
 
 }  // namespace
