@@ -36,15 +36,6 @@ constexpr uint64_t kMiB = 1 << 20;
 const auto* const env =
     ::testing::AddGlobalTestEnvironment(new CephClusterEnvironment);
 
-bool WriteKey(const std::string& path, char fill) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) return false;
-  const std::string key(44, fill);
-  bool ok =
-      write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
-  return close(fd) == 0 && ok;
-}
-
 std::string RandomBytes(size_t n, unsigned seed) {
   std::string data(n, '\0');
   std::mt19937 rng(seed);
@@ -104,7 +95,7 @@ class CephAgentIoTest : public CephTest {
     ASSERT_TRUE(keys.ok()) << keys.status();
     keys_ = *keys;
     key_ = keys_ + "/agent.key";
-    ASSERT_TRUE(WriteKey(key_, 'k'));
+    ASSERT_TRUE(WriteAgentKey(key_, 'k'));
     StartAgent(key_);
     ASSERT_NO_FATAL_FAILURE(MountWithAgents(key_));
   }
@@ -385,7 +376,7 @@ TEST_F(CephAgentIoTest, AWrongKeyFallsBackWithTheReason) {
   (void)agent_fs_->Unmount();
   agent_fs_.reset();
   const std::string other = keys_ + "/other.key";
-  ASSERT_TRUE(WriteKey(other, 'o'));
+  ASSERT_TRUE(WriteAgentKey(other, 'o'));
   ASSERT_NO_FATAL_FAILURE(MountWithAgents(other));
 
   const std::string data = RandomBytes(5 * kMiB + 1, 6);
@@ -407,7 +398,7 @@ TEST(CephAgentOptionsTest, BadAgentsAreRefused) {
   auto dir = MakeTempDir("fgds-agent-options.");
   ASSERT_TRUE(dir.ok()) << dir.status();
   const std::string open_key = *dir + "/open.key";
-  ASSERT_TRUE(WriteKey(open_key, 'k'));
+  ASSERT_TRUE(WriteAgentKey(open_key, 'k'));
   ASSERT_EQ(chmod(open_key.c_str(), 0644), 0);
   ASSERT_EQ(mkdir((*dir + "/mnt").c_str(), 0755), 0);
   ASSERT_EQ(mkdir((*dir + "/data").c_str(), 0755), 0);

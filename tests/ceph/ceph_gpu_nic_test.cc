@@ -82,12 +82,7 @@ class CephGpuNicTest : public CephTest {
     ASSERT_TRUE(keys.ok()) << keys.status();
     keys_ = *keys;
     key_ = keys_ + "/agent.key";
-    int fd = open(key_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ASSERT_GE(fd, 0);
-    const std::string key(44, 'k');
-    ASSERT_EQ(write(fd, key.data(), key.size()),
-              static_cast<ssize_t>(key.size()));
-    close(fd);
+    ASSERT_TRUE(WriteAgentKey(key_, 'k'));
     ops_.FakeDmaBufExport(kPci);
   }
   void TearDown() override {

@@ -124,4 +124,13 @@ AgentProcess::~AgentProcess() {
   if (pid_ >= 0) Stop(nullptr);
 }
 
+bool WriteAgentKey(const std::string& path, char fill) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return false;
+  const std::string key(44, fill);
+  const bool ok =
+      write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size());
+  return close(fd) == 0 && ok;
+}
+
 }  // namespace fgds::testing

@@ -52,6 +52,10 @@ class AgentProcess {
   std::string first_line_;
 };
 
+// Writes a cluster key file as agents and mounts want it: mode 0600, 44
+// bytes of `fill` (the minimum is 32). False when it cannot be written.
+bool WriteAgentKey(const std::string& path, char fill);
+
 }  // namespace fgds::testing
 
 #endif  // FGDS_TESTS_LIB_AGENT_PROCESS_H_
