@@ -18,6 +18,15 @@ find "$DEPS" -type l | while read -r link; do
   target=$(readlink "$link")
   case "$target" in /*) ln -sfn "$DEPS$target" "$link" ;; esac
 done
+# A libfuse that deploy/install-libfuse.sh left in /opt/fgds (an earlier
+# call on the same machine, e.g. passthrough_bench.sh) is the one CMake
+# picks, and pkg-config prefixes its paths with $DEPS (the sysroot below):
+# they must resolve there too, or CMake's generate step fails.
+for lib in /opt/fgds/libfuse-*; do
+  [ -d "$lib" ] || continue
+  mkdir -p "$DEPS/opt/fgds"
+  ln -sfn "$lib" "$DEPS$lib"
+done
 LIBDIRS=$DEPS/usr/lib/x86_64-linux-gnu:$DEPS/lib/x86_64-linux-gnu
 export CPATH=$DEPS/usr/include:$DEPS/usr/include/x86_64-linux-gnu
 export LIBRARY_PATH=$LIBDIRS

@@ -24,16 +24,16 @@
 # (512M, 1 to 2 threads), FGDS_BENCH_SIZE_LARGE (2G, 4 or more threads),
 # FGDS_BENCH_SIZE_SEQ (4G), FGDS_BENCH_SIZE_COLD (1G), FGDS_SKIP_SEQ=1,
 # FGDS_SKIP_COLD=1, FGDS_AFTER_ARGS (extra mount options),
-# FGDS_BENCH_RAND_MODES (native,usrbio; posix adds the mount's column),
+# FGDS_BENCH_RAND_MODES (native,usrbio,posix; posix is the mount's column),
 # FGDS_BENCH_TIMEOUT (seconds per bench run, default 200; a run past it is
 # killed).
 #
-# Known: `posix` rows hung once on main (a FUSE write never answered, every
-# daemon thread idle: seen on the development VM at write 117012 of 131072
-# of a 512 MiB random 4 KiB run), hence not in the default modes. Likely
-# cause, fixed since: replies from other threads than libfuse's ring thread
-# under FUSE over io_uring (docs/fgdsd.md); a device run with posix back in
-# FGDS_BENCH_RAND_MODES should confirm before it returns to the defaults.
+# `posix` rows hung once on an older main (a FUSE write never answered,
+# every daemon thread idle: seen on the development VM at write 117012 of
+# 131072 of a 512 MiB random 4 KiB run). Likely cause, fixed since:
+# replies from other threads than libfuse's ring thread under FUSE over
+# io_uring (docs/fgdsd.md). The device run of 2026-12-06 had posix at 1, 8
+# and 16 clients without a hang, so it is back in the default modes.
 # Leaves $OUT/usrbio-*.json and $OUT/usrbio.log.
 #
 # Usage (device tool): carry .deps (and the before tree), run
@@ -148,7 +148,7 @@ run_case() {  # run_case NAME AFTER_MODES OTHER_MODES ARGS...
 for t in ${FGDS_BENCH_THREADS:-1 16 8 2 4}; do
   size=${FGDS_BENCH_SIZE_SMALL:-512M}
   [ "$t" -ge 4 ] && size=${FGDS_BENCH_SIZE_LARGE:-2G}
-  run_case "rand4k-t$t" "${FGDS_BENCH_RAND_MODES:-native,usrbio}" usrbio \
+  run_case "rand4k-t$t" "${FGDS_BENCH_RAND_MODES:-native,usrbio,posix}" usrbio \
     --size "$size" --bs 4K \
     --pattern rand --cache warm --qd 32 --threads "$t"
 done
