@@ -136,6 +136,11 @@ enum class IoPath : uint8_t {
   kBounceAlways,
 };
 
+// Whether `path` is a "bounce this entry" answer (either kind).
+inline bool IsBounce(IoPath path) {
+  return path == IoPath::kBounceEntry || path == IoPath::kBounceAlways;
+}
+
 // Hints from the caller, combined in FileIoRequest::flags.
 //
 // kIoPreferDirect: move the bytes past the page cache (O_DIRECT) where the

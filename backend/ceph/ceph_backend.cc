@@ -600,7 +600,7 @@ class CephBackend : public Backend {
     bool all_rdma = true;
     IoPath bounce = IoPath::kNone;  // device memory: a piece bounced
     auto note_bounce = [&bounce](IoPath p) {
-      if (Bounce(p) && bounce != IoPath::kBounceAlways) bounce = p;
+      if (IsBounce(p) && bounce != IoPath::kBounceAlways) bounce = p;
     };
     for (size_t i = 1; i < pieces.size(); ++i) {
       pool_->Submit([&, i] {
@@ -914,11 +914,6 @@ class CephBackend : public Backend {
     return 0;
   }
 
-  // Whether a path is the "bounce this entry" answer (file_io.h).
-  static bool Bounce(IoPath path) {
-    return path == IoPath::kBounceEntry || path == IoPath::kBounceAlways;
-  }
-
   // The object pieces of a read or write (one piece: not split). The
   // callers run a write's BeforeWrite before any of its pieces starts.
   std::vector<Piece> PiecesOf(const FileIoRequest& request) {
@@ -1041,7 +1036,7 @@ class CephBackend : public Backend {
   // Counts a request answered "bounce this entry" (once per request, not
   // per piece) in the agents' stats.
   void CountBounce(IoPath path) {
-    if (Bounce(path)) agents_->NoteGpuBounce(path == IoPath::kBounceAlways);
+    if (IsBounce(path)) agents_->NoteGpuBounce(path == IoPath::kBounceAlways);
   }
 
   // The agent's part of MovePiece: bytes moved or -errno (then the caller

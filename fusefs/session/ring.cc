@@ -51,10 +51,7 @@ IoStats::FileSide FileSideOf(backend::IoPath path) {
 // Whether a completion counts in IoStats: not a "bounce this entry"
 // answer, whose entry the client moves again through its staging (counted
 // there, as gpu-bounce), so that it is neither an error nor counted twice.
-bool Counted(backend::IoPath path) {
-  return path != backend::IoPath::kBounceEntry &&
-         path != backend::IoPath::kBounceAlways;
-}
+bool Counted(backend::IoPath path) { return !backend::IsBounce(path); }
 
 // The completion's path field, in the ring ABI's terms.
 uint32_t RingPath(backend::IoPath path) {
