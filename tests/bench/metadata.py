@@ -200,6 +200,19 @@ def wait_mounted(mnt, timeout_s=20):
     return False
 
 
+def mount_features(mnt):
+    """The daemon's `# features:` line (passthrough, FUSE over io_uring),
+    so that a table says which transport its requests took."""
+    try:
+        with open(os.path.join(mnt, ".fgds", "stats")) as f:
+            for line in f:
+                if line.startswith("# features: "):
+                    return line.strip()
+    except OSError as e:
+        return "# features: unknown (%s)" % e
+    return "# features: not reported"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fgds", help="fgds binary: mount a fresh daemon")
@@ -241,8 +254,10 @@ def main():
         if not wait_mounted(mnt):
             print("fgds mount did not come up", file=sys.stderr)
             return 1
+        features = mount_features(mnt)
         rows = bench(mnt, data, args.files, args.repeat)
         print_table(rows, args.files, args.repeat)
+        print(features)
         print("mount args: %s; backing: %s" %
               (" ".join(args.mount_arg) or "(defaults)",
                "tmpfs" if args.tmpfs else "a directory in " + args.dir))

@@ -98,7 +98,7 @@ class NaiveWorker : public GpuWorker {
       }
       CountBlock(stats, start);
     }
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (write && fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }
@@ -205,7 +205,7 @@ class BounceWorker : public GpuWorker {
         !s.ok()) {
       return s;
     }
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     return absl::OkStatus();
   }
 
@@ -243,7 +243,7 @@ class BounceWorker : public GpuWorker {
       }
       CountBlock(stats, start);
     }
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }

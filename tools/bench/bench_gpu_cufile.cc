@@ -162,7 +162,7 @@ class CufileWorker : public GpuWorker {
       }
       CountBlock(stats, start);
     }
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (write && fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }

@@ -117,7 +117,7 @@ class LibfgdsWorker : public GpuWorker {
       CountBlock(stats, started[slot]);
     }
     if (!error.ok()) return error;
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (write && fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }

@@ -129,7 +129,7 @@ class UsrbioGpuWorker : public GpuWorker {
       }
     }
     if (!error.ok()) return error;
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (write) {
       // usrbio has no fsync entry yet: fsync through the mount reaches the
       // same backing inode.

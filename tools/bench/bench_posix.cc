@@ -71,7 +71,7 @@ class SyncWorker : public PhaseWorker {
       stats.bytes += bs;
       if (spec_.progress != nullptr) spec_.progress->Add(bs);
     }
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (write && fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }

@@ -119,7 +119,7 @@ class UringWorker : public PhaseWorker {
       }
     }
     if (!error.ok()) return error;
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (spec_.op == Op::kWrite && fsync(fd_) != 0) {
       return PosixError(absl::StrCat("fsync ", spec_.path), errno);
     }

@@ -118,7 +118,7 @@ class UsrbioWorker : public PhaseWorker {
       }
     }
     if (!error.ok()) return error;
-    stats.io_done_ns = MonotonicNanos();
+    IoDone(stats);
     if (spec_.op == Op::kWrite) {
       // The writes are all reaped: an fsync entry now covers them.
       if (int ret = fgds_prep_fsync(&ior_, file_id_, 0, 0); ret != 0) {

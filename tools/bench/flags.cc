@@ -298,6 +298,7 @@ std::string BenchUsage() {
       "\n"
       "Sizes take K, M, G or T suffixes (powers of 1024). Writes are timed\n"
       "including the final fsync; a second row shows them without it.\n"
+      "With several threads, every thread's writes end before any fsync.\n"
       "The bench writes MNT/fgds-bench.<pid> and DIR/fgds-bench-native.<pid>\n"
       "and removes both when done or interrupted.\n";
   return usage;

@@ -24,6 +24,10 @@ absl::StatusOr<PhaseResult> RunWorkers(
   for (int i = 0; i < n; ++i) workers.push_back(make(i));
 
   StopFlag stop(spec.interrupted);
+  std::latch writes_done(n);
+  if (spec.op == Op::kWrite) {
+    for (auto& worker : workers) worker->SetWritesDoneLatch(&writes_done);
+  }
   std::vector<WorkerStats> stats(n);
   std::vector<absl::Status> errors(n);
   // Workers prepare in parallel, then all start together: the clock must
@@ -43,6 +47,7 @@ absl::StatusOr<PhaseResult> RunWorkers(
                                   : workers[i]->Run(stop, stats[i]);
       }
       if (!status.ok()) stop.Fail();
+      workers[i]->ArriveAtWritesDone();
       errors[i] = std::move(status);
     });
   }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <latch>
 #include <memory>
 
 #include "absl/functional/function_ref.h"
@@ -59,6 +60,35 @@ class PhaseWorker {
   // The timed I/O loop. Polls `stop` between I/Os and returns
   // absl::CancelledError once it is set. Must fill every field of `stats`.
   virtual absl::Status Run(const StopFlag& stop, WorkerStats& stats) = 0;
+
+  // RunWorkers's side of IoDone: the phase's latch (write phases only),
+  // and the arrival of a worker that never reached IoDone (it failed, or
+  // its engine has no fsync), so that nobody waits for it.
+  void SetWritesDoneLatch(std::latch* latch) { writes_done_ = latch; }
+  void ArriveAtWritesDone() {
+    if (writes_done_ != nullptr && !arrived_) {
+      arrived_ = true;
+      writes_done_->count_down();
+    }
+  }
+
+ protected:
+  // IoDone records the end of the worker's last I/O; in a write phase it
+  // then waits until every worker has written, before the worker's fsync.
+  // So the "write-nofsync" row times the writes alone, and no worker's
+  // fsync overlaps another's writes: through FUSE an fsync holds the
+  // file's inode lock, which every passthrough write takes, for the whole
+  // FSYNC request (docs/fgdsd.md), so an early finisher's fsync would stall
+  // the others and the row would time that instead of the writes.
+  void IoDone(WorkerStats& stats) {
+    stats.io_done_ns = MonotonicNanos();
+    ArriveAtWritesDone();
+    if (writes_done_ != nullptr) writes_done_->wait();
+  }
+
+ private:
+  std::latch* writes_done_ = nullptr;
+  bool arrived_ = false;
 };
 
 // RunWorkers runs spec.threads workers made by `make(index)` and returns the
