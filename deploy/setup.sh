@@ -6,6 +6,8 @@
 # CMake files), the Python package (importable by the system python3) and
 # the systemd unit, and mounts /mnt/fgds over /var/lib/fgds/data. Safe to
 # re-run: a running mount is replaced by one of the freshly built binary.
+# FGDS_FUSE_URING=1 also turns on FUSE over io_uring at each start (a
+# kernel-wide switch; deploy/fgds.default says why it is off by default).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +43,16 @@ if [ -n "$system_python" ]; then
 fi
 install -m 0644 "$repo/deploy/fgds.service" /etc/systemd/system/fgds.service
 [ -f /etc/default/fgds ] || install -m 0644 "$repo/deploy/fgds.default" /etc/default/fgds
+# FGDS_FUSE_URING=0|1 given to this script is kept in /etc/default/fgds,
+# where the unit and the direct start below read it.
+case "${FGDS_FUSE_URING:-}" in
+  "") ;;
+  0 | 1)
+    sed -i '/^FGDS_FUSE_URING=/d' /etc/default/fgds
+    echo "FGDS_FUSE_URING=$FGDS_FUSE_URING" >>/etc/default/fgds
+    ;;
+  *) echo "setup: FGDS_FUSE_URING must be 0 or 1, not '$FGDS_FUSE_URING'" >&2; exit 1 ;;
+esac
 mkdir -p "$mountpoint" "$data"
 
 fgds="$prefix/sbin/fgds"
@@ -64,7 +76,12 @@ if [ -d /run/systemd/system ] && [ "$mountpoint" = /mnt/fgds ]; then
   done
 else
   # No systemd (containers, CI): run the daemon directly; it returns once
-  # the mount is live.
+  # the mount is live. FGDS_FUSE_URING=1 turns on FUSE over io_uring
+  # first, as the unit does.
+  if grep -qx 'FGDS_FUSE_URING=1' /etc/default/fgds; then
+    echo 1 >/sys/module/fuse/parameters/enable_uring 2>/dev/null ||
+      echo "setup: this kernel has no FUSE over io_uring; /dev/fuse it is" >&2
+  fi
   "$fgds" mount --data "$data" "$mountpoint"
 fi
 
