@@ -55,7 +55,8 @@ std::string Legend() {
   }
   return absl::StrCat(
       "\nGB/s = 1e9 bytes/s. write includes the final fsync, write-nofsync "
-      "stops at the last write (no fsync starts before it).\np50/p99: per-I/O latency. CPU s/GB: user+sys "
+      "stops at the last write (no fsync starts before it).\np50/p99: per-I/O "
+      "latency. CPU s/GB: user+sys "
       "of this process only (not the fgds daemon).\nvs base: GB/s over the "
       "baseline row with the same op and cache (",
       pairs, ").\n");
