@@ -6,7 +6,7 @@
 # then fgds and fgds-bench against it, and runs tests/perf/posix_vs_native.sh
 # with passthrough (the default) and then without it, on a directory of the
 # real disk. Leaves $OUT/pt.log.
-#   FGDS_PT_MODES="auto off"  the --passthrough modes of the data bench
+#   FGDS_PT_MODES="auto off"  the --passthrough modes of the data bench ("": none)
 #   FGDS_PT_URING="keep"      the fuse module's enable_uring for each pass:
 #                             "0 1" runs everything twice, /dev/fuse then
 #                             FUSE over io_uring (restored at the end)
@@ -41,7 +41,7 @@ for uring in ${FGDS_PT_URING:-keep}; do
   if [ "$uring" != keep ]; then
     echo "$uring" >"$uring_param" || { echo "cannot set enable_uring"; exit 1; }
   fi
-  for mode in ${FGDS_PT_MODES:-auto off}; do
+  for mode in ${FGDS_PT_MODES-auto off}; do
     step "bench, --passthrough $mode, enable_uring $(cat "$uring_param" 2>&1), in $DISK"
     TMPDIR=$DISK FGDS=/tmp/fgds-pt/tools/fgds timeout "${FGDS_PT_TIMEOUT:-100}" \
       bash tests/perf/posix_vs_native.sh --passthrough "$mode" \
