@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fgds/usrbio.h"
@@ -334,9 +335,10 @@ class StagerTest : public ::testing::Test {
   }
   void MakeNicOnly() { MakeDirect(true); }
   void MakeMapped() { MakeDirect(false); }
-  // A TestDaemon for another ior on the same iovs and file.
-  std::unique_ptr<TestDaemon> DaemonFor(fgds_ior* ior) {
-    auto daemon = std::make_unique<TestDaemon>(ior, &trace_);
+  // A TestDaemon for another ior on the same iovs and file (its own trace
+  // where another thread serves it).
+  std::unique_ptr<TestDaemon> DaemonFor(fgds_ior* ior, Trace* trace) {
+    auto daemon = std::make_unique<TestDaemon>(ior, trace);
     daemon->file = daemon_->file;
     daemon->iovs = daemon_->iovs;
     return daemon;
@@ -970,7 +972,7 @@ TEST_F(StagerTest, TwoIorsUseAMappedIovAtOnce) {
   Make(8, 2);
   MakeMapped();
   TestIor other(&session_, 8);
-  std::unique_ptr<TestDaemon> other_daemon = DaemonFor(&other.ior);
+  std::unique_ptr<TestDaemon> other_daemon = DaemonFor(&other.ior, &trace_);
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
   ASSERT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
                          reinterpret_cast<void*>(dev_ + 4 * kChunk), kFileId,
@@ -1014,6 +1016,57 @@ TEST_F(StagerTest, TwoIorsUseAMappedIovAtOnce) {
   EXPECT_EQ(done_[3].path, FGDS_PATH_BOUNCE);
   ExpectDeviceHoldsFile(100, 100, kChunk);
   ExpectDeviceHoldsFile(8 * kChunk, 4 * kChunk, kChunk);
+  ExpectIdle();
+  EXPECT_EQ(InFlight(&other.ior), 0u);
+}
+
+// Two threads, each with its own ior, keep entries in flight on one mapped
+// iov at once, many times over (the TSan stage runs this): the iov is
+// shared read-only, nothing is owned, every entry completes DIRECT with
+// its bytes.
+TEST_F(StagerTest, TwoThreadsKeepEntriesOnOneMappedIov) {
+  Make(8, 2);
+  MakeMapped();
+  constexpr int kRounds = 200;
+  auto run = [this](fgds_ior* ior, TestDaemon* daemon, uint64_t dev_offset,
+                    uint64_t file_offset, std::string* error) {
+    for (int round = 0; round < kRounds && error->empty(); ++round) {
+      for (uint64_t i = 0; i < 4; ++i) {
+        const int ret = fgds_prep_io(
+            ior, &iov_, FGDS_OP_READ, 0,
+            reinterpret_cast<void*>(dev_ + dev_offset + i * kChunk), kFileId,
+            file_offset + i * kChunk, kChunk, i);
+        if (ret != 0) *error = "prep: " + std::to_string(ret);
+      }
+      if (!error->empty() || fgds_ior_submit(ior) != 4) {
+        *error = "submit";
+        break;
+      }
+      daemon->Serve();
+      fgds_cqe cqes[4];
+      if (fgds_ior_peek(ior, cqes, 4) != 4) *error = "peek";
+      for (int i = 0; i < 4 && error->empty(); ++i) {
+        if (cqes[i].result != static_cast<int64_t>(kChunk) ||
+            cqes[i].path != FGDS_PATH_DIRECT) {
+          *error = "completion " + std::to_string(cqes[i].result);
+        }
+      }
+    }
+    if (error->empty() && StagerOf(ior) != nullptr) *error = "a stager";
+  };
+  TestIor other(&session_, 8);
+  Trace other_trace;
+  std::unique_ptr<TestDaemon> other_daemon =
+      DaemonFor(&other.ior, &other_trace);
+  std::string mine, theirs;
+  std::thread thread(run, &other.ior, other_daemon.get(), 8 * kChunk,
+                     4 * kChunk, &theirs);
+  run(&io_->ior, daemon_.get(), 0, 0, &mine);
+  thread.join();
+  EXPECT_EQ(mine, "");
+  EXPECT_EQ(theirs, "");
+  ExpectDeviceHoldsFile(0, 0, 4 * kChunk);
+  ExpectDeviceHoldsFile(8 * kChunk, 4 * kChunk, 4 * kChunk);
   ExpectIdle();
   EXPECT_EQ(InFlight(&other.ior), 0u);
 }
