@@ -70,6 +70,21 @@ inline uint32_t InFlight(const fgds_ior* ior) {
   return __atomic_load_n(&ior->in_flight, __ATOMIC_RELAXED);
 }
 
+// RejectStrayBounce: the check on every completion handed to the caller
+// as the daemon wrote it. A "bounce this entry" path (FGDS_PATH_BOUNCE_ENTRY,
+// _ALWAYS) is an answer only the stager's own tries on a NIC-only GPU iov
+// may get, and it takes those itself; on any other entry (a mapped GPU
+// iov's, a host iov's) nothing can be bounced, and the daemon that answers
+// so is broken or lying. The caller gets an error then (-EREMOTEIO, the
+// path as given), never a count of bytes that did not move, and the entry
+// is not retried.
+inline void RejectStrayBounce(fgds_cqe* cqe) {
+  if (cqe->path == FGDS_PATH_BOUNCE_ENTRY ||
+      cqe->path == FGDS_PATH_BOUNCE_ALWAYS) {
+    cqe->result = FGDS_RESULT_BOUNCE;
+  }
+}
+
 }  // namespace fgds::usrbio
 
 #endif  // FGDS_USRBIO_INTERNAL_H_

@@ -250,12 +250,21 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
     return -EINVAL;
   }
   Stager* stager = fgds::usrbio::gpu::StagerOf(ior);
+  uint32_t iov_id = iov->id;
   const fgds::usrbio::gpu::GpuIov* gpu = fgds::usrbio::gpu::GpuOf(iov);
-  if (gpu != nullptr) {
-    // The daemon's own way to this GPU memory when it has one (DirectEntry:
+  if (gpu != nullptr &&
+      fgds::usrbio::gpu::MappedEntry(gpu, start, file_offset, len, sqe_flags,
+                                     ior->flags)) {
+    // The daemon mapped this GPU memory: the entry is an ordinary one on
+    // the mapping's iov (no stager, no staging, no copy, no owner: any ior
+    // may have such entries in flight; completes FGDS_PATH_DIRECT). The
+    // daemon's iov starts at the GPU iov's base, as this one does.
+    iov_id = gpu->direct_id;
+  } else if (gpu != nullptr) {
+    // A NIC-only iov's way to this GPU memory when it has one (DirectEntry:
     // one entry on its iov id, no staging, no copy; completes with the
     // daemon's path, or starts over on the staging if the daemon answers
-    // "bounce this entry"); else the staging.
+    // "bounce this entry"); else the staging. Both through the stager.
     const bool direct = fgds::usrbio::gpu::DirectEntry(
         gpu, start, file_offset, len, sqe_flags, ior->flags);
     if (stager == nullptr) {
@@ -272,7 +281,7 @@ extern "C" int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
   fgds_sqe sqe = {};
   sqe.opcode = static_cast<uint8_t>(opcode);
   sqe.flags = static_cast<uint8_t>(sqe_flags);
-  sqe.iov_id = iov->id;
+  sqe.iov_id = iov_id;
   sqe.fd_id = static_cast<uint32_t>(fd_id);
   sqe.tag = 0;
   sqe.iov_offset = start - base;
@@ -337,6 +346,7 @@ extern "C" int fgds_ior_peek(struct fgds_ior* ior, struct fgds_cqe* cqes,
       break;
     }
     cqes[i] = cqe;
+    fgds::usrbio::RejectStrayBounce(&cqes[i]);
   }
   n = i;
   if (n == 0) return 0;

@@ -499,7 +499,9 @@ int Session::RegisterNicOnlyGpuIov(const fgds_msg_gpu_iov_register& msg,
   }
   reply->id = static_cast<uint32_t>(added);
   reply->path = FGDS_PATH_DIRECT;
-  reply->reason = FGDS_IOV_GPU_REASON_NONE;
+  // Not the mapped DIRECT (reason 0): the client must be ready for "bounce
+  // this entry" answers, so it sends each entry through its stager.
+  reply->reason = FGDS_IOV_GPU_DIRECT_NIC_ONLY;
   LogInfo(
       "usrbio session of pid %d: GPU iov %u, %u bytes of GPU %s (%s): direct "
       "by the NIC only (not mapped; entries no RDMA agent moves bounce)",

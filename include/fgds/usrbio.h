@@ -207,8 +207,11 @@ struct fgds_iov_gpu_params {
  *   - a write copies from the device after fgds_ior_submit: the caller
  *     makes the data ready first (e.g. cudaStreamSynchronize on the stream
  *     that produced it) and keeps it unchanged until the completion.
- * A GPU iov serves one ior at a time (another ior gets -EBUSY from
- * fgds_prep_io while the first has requests on it).
+ * A GPU iov's staging serves one ior at a time (another ior gets -EBUSY
+ * from fgds_prep_io while the first has staged entries on it, or any
+ * entries on a NIC-only DIRECT iov); a mapped DIRECT iov's aligned
+ * entries take no staging and may be in flight on several iors at once
+ * (fgds_iov_gpu_path).
  *
  * Returns 0, or -ENODEV/-ENOTSUP (no usable CUDA driver or device; the
  * buffer's GPU is not in FGDS_GPUS, docs/gpu.md), -EINVAL (params, size 0
@@ -236,12 +239,21 @@ int fgds_iov_wrap_gpu(struct fgds_session* session, struct fgds_iov* iov,
  * arrives, and a write's source must be ready at fgds_ior_submit, as on
  * the bounce path. Every other entry takes the bounce path.
  *
+ * Such entries may be in flight on several iors at once; only entries
+ * that take the bounce path hold the iov's staging, for one ior at a time
+ * (fgds_prep_io's -EBUSY). A completion of such an entry carrying
+ * FGDS_PATH_BOUNCE_ENTRY or _ALWAYS (a daemon that should never answer
+ * so) is reported as is with result -EREMOTEIO, never retried.
+ *
  * DIRECT on a remote backend with RDMA agents (docs/usrbio.md, "GPU iovs
- * over RDMA"): the daemon mapped nothing but keeps the dma-buf for its
- * agents' NIC; such an entry completes FGDS_PATH_RDMA when an agent moved
- * it in place, else the library bounces it transparently (path
- * FGDS_PATH_BOUNCE). When the daemon says the NIC will never take the
- * memory, the iov turns BOUNCE (reason FGDS_IOV_GPU_REASON_MAP_FAILED). */
+ * over RDMA"; the daemon's reply said FGDS_IOV_GPU_DIRECT_NIC_ONLY): the
+ * daemon mapped nothing but keeps the dma-buf for its agents' NIC; such an
+ * entry completes FGDS_PATH_RDMA when an agent moved it in place, else the
+ * library bounces it transparently (path FGDS_PATH_BOUNCE). Every entry of
+ * such an iov, aligned or not, goes through the ior's bounce pipeline, so
+ * the iov serves one ior at a time. When the daemon says the NIC will
+ * never take the memory, the iov turns BOUNCE (reason
+ * FGDS_IOV_GPU_REASON_MAP_FAILED). */
 int fgds_iov_gpu_path(const struct fgds_iov* iov,
                       uint32_t* reason) FGDS_NOEXCEPT;
 
@@ -276,6 +288,23 @@ int fgds_iov_gpu_path(const struct fgds_iov* iov,
  * daemon maps no memory of it; its iovs bounce. */
 #define FGDS_IOV_GPU_REASON_EXCLUDED 7u
 #define FGDS_IOV_GPU_REASON_MAX 7u
+
+/* Which DIRECT a GPU_IOV_REGISTER reply means (usrbio_wire.h,
+ * fgds_msg_reply.reason with path FGDS_PATH_DIRECT). 0
+ * (FGDS_IOV_GPU_REASON_NONE): the daemon mapped the memory through the
+ * fgds kernel module, and entries on the iov never bounce; the library
+ * sends them to the ring as they are, from as many iors at once as the
+ * application likes. Daemons before this constant answered DIRECT only
+ * that way. FGDS_IOV_GPU_DIRECT_NIC_ONLY: the daemon mapped nothing and
+ * keeps the dma-buf for its RDMA agents' NIC (docs/usrbio.md, "GPU iovs
+ * over RDMA"); an entry may come back FGDS_PATH_BOUNCE_ENTRY or _ALWAYS,
+ * so the library sends each through the ior's bounce pipeline, which
+ * re-issues it on the staging (one ior at a time on the iov). Outside the
+ * FGDS_IOV_GPU_REASON_* range (those count up from 1, with room to grow):
+ * never a reason fgds_iov_gpu_path stores (it says NONE for both kinds).
+ * A client takes any other nonzero value with DIRECT as "may bounce" too,
+ * the kind it can always serve. */
+#define FGDS_IOV_GPU_DIRECT_NIC_ONLY 0x100u
 
 /* ---- ior -------------------------------------------------------------- */
 
@@ -352,7 +381,9 @@ int fgds_fd_unregister(struct fgds_session* session, int id) FGDS_NOEXCEPT;
  * exactly one completion for it (bytes, short only at EOF, or -errno; path
  * FGDS_PATH_BOUNCE), or, on a direct GPU iov, an aligned entry goes to the
  * daemon as one entry (path FGDS_PATH_DIRECT; see fgds_iov_gpu_path). Also
- * -EBUSY (another ior is bouncing through the iov) and -ENOMEM. */
+ * -EBUSY (another ior is bouncing through the iov, or has entries on a
+ * NIC-only DIRECT iov; never for a mapped DIRECT iov's aligned entries)
+ * and -ENOMEM. */
 int fgds_prep_io(struct fgds_ior* ior, const struct fgds_iov* iov,
                  uint32_t opcode, uint32_t sqe_flags, void* buf, int fd_id,
                  uint64_t file_offset, uint64_t len,

@@ -72,15 +72,18 @@
 #define FGDS_PATH_TCP 4u
 #define FGDS_PATH_RDMA 5u
 /* "Bounce this entry": an entry on a GPU iov that the daemon answered
- * DIRECT without mapping it (a remote backend whose RDMA agents reach GPU
- * memory only by the NIC, docs/usrbio.md "GPU iovs over RDMA") that no
- * agent moved. Always with result FGDS_RESULT_BOUNCE (-EREMOTEIO): the pair
- * is the signal, so a real -EREMOTEIO error (which never carries these
- * paths) is never taken for it. No byte of a read reached the caller as
- * data it may use; a write may have reached the file in part, and bouncing
- * it writes the same bytes at the same offsets. libfgds re-issues such an
- * entry through the iov's bounce staging and reports one completion
- * (path FGDS_PATH_BOUNCE): applications using libfgds never see these.
+ * DIRECT without mapping it (reason FGDS_IOV_GPU_DIRECT_NIC_ONLY: a remote
+ * backend whose RDMA agents reach GPU memory only by the NIC, docs/usrbio.md
+ * "GPU iovs over RDMA") that no agent moved. Always with result
+ * FGDS_RESULT_BOUNCE (-EREMOTEIO): the pair is the signal, so a real -EREMOTEIO
+ * error (which never carries these paths) is never taken for it. No byte of a
+ * read reached the caller as data it may use; a write may have reached the file
+ * in part, and bouncing it writes the same bytes at the same offsets. libfgds
+ * re-issues such an entry through the iov's bounce staging and reports one
+ * completion (path FGDS_PATH_BOUNCE): applications using libfgds never see
+ * these, unless a daemon answers so for an entry that cannot bounce (on a host
+ * iov, or a GPU iov it said it mapped): libfgds then reports that entry
+ * with result -EREMOTEIO and the path as given, and retries nothing.
  * _ALWAYS: and no later entry of the iov will move directly either (the
  * NIC refused its dma-buf, or the mount checks agent payloads with the
  * CPU): the library bounces every later entry of the iov. */

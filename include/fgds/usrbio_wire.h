@@ -129,15 +129,20 @@ struct fgds_msg_reply {
   uint32_t id;    /* the new object's id (registrations), protocol version
                      (HELLO); GPU_IOV_REGISTER: only when path is DIRECT */
   /* GPU_IOV_REGISTER with result 0: FGDS_PATH_DIRECT (the daemon mapped the
-   * GPU memory; entries on `id` move data straight between storage and the
-   * GPU) or FGDS_PATH_BOUNCE (nothing registered; `reason` says why).
+   * GPU memory, or keeps its dma-buf for a NIC, `reason` says which;
+   * entries on `id` move data straight between storage and the GPU) or
+   * FGDS_PATH_BOUNCE (nothing registered; `reason` says why).
    * HELLO: the daemon's FGDS_FEATURE_* bits (0 from daemons before them).
    * 0 in every other reply. */
   uint32_t path;
   /* With result 0: FGDS_IOV_GPU_REASON_* (usrbio.h) for a GPU_IOV_REGISTER
-   * on the BOUNCE path, else 0. With a negative result: the FGDS_LIMIT_*
-   * (usrbio.h) that refused the request, FGDS_LIMIT_NONE for other
-   * errors. */
+   * on the BOUNCE path; on the DIRECT path, which DIRECT it is: 0 when the
+   * daemon mapped the GPU memory (entries never bounce),
+   * FGDS_IOV_GPU_DIRECT_NIC_ONLY (usrbio.h) when it keeps the dma-buf for
+   * its RDMA agents' NIC only (entries may come back
+   * FGDS_PATH_BOUNCE_ENTRY/_ALWAYS); else 0. With a negative result: the
+   * FGDS_LIMIT_* (usrbio.h) that refused the request, FGDS_LIMIT_NONE for
+   * other errors. */
   uint32_t reason;
 };
 

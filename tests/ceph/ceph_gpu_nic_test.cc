@@ -133,6 +133,10 @@ TEST_F(CephGpuNicTest, DirectIovEntriesBounceByContent) {
   ASSERT_EQ(fgds_iov_gpu_path(&g.iov, &reason),
             static_cast<int>(FGDS_PATH_DIRECT));
   EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_NONE);
+  // The reply said which DIRECT (FGDS_IOV_GPU_DIRECT_NIC_ONLY): the
+  // library sends the entries through its stager, the only way that can
+  // re-issue a "bounce this entry" (a mapped iov's go to the ring as is).
+  EXPECT_TRUE(usrbio::gpu::GpuOf(&g.iov)->nic_only);
   const int id = RegisterPath(&s.s, path, O_RDWR);
   ASSERT_GE(id, 0) << strerror(-id);
   char* base = reinterpret_cast<char*>(dev);

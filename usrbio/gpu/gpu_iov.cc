@@ -113,6 +113,11 @@ int OfferDmaBuf(fgds_session* session, GpuIov* g) {
     g->reason = FGDS_IOV_GPU_REASON_REFUSED;
   } else if (reply.path == FGDS_PATH_DIRECT) {
     g->direct = true;
+    // 0: mapped, its entries never bounce (all a daemon before
+    // FGDS_IOV_GPU_DIRECT_NIC_ONLY ever answered DIRECT for). Any other
+    // value, known or not, may bounce: the stager serves both kinds, the
+    // ring alone only the first.
+    g->nic_only = reply.reason != FGDS_IOV_GPU_REASON_NONE;
     g->direct_id = reply.id;
     g->direct_size = direct_size;
     g->reason = FGDS_IOV_GPU_REASON_NONE;

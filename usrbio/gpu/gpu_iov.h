@@ -12,6 +12,8 @@
 //
 // Thread safety: the slots are used only by the ior that owns the iov
 // (Acquire/Release, under owner_mu) and under that ior's stager lock.
+// Entries that need no slot and never bounce (a mapped DIRECT iov's,
+// MappedEntry) take no ownership: any number of iors use the iov at once.
 #ifndef FGDS_USRBIO_GPU_GPU_IOV_H_
 #define FGDS_USRBIO_GPU_GPU_IOV_H_
 
@@ -60,9 +62,16 @@ struct GpuIov {
   uint64_t size = 0;
   uint64_t buffer_id = 0;  // of the allocation at wrap time
 
-  // Set once by Wrap, read-only afterwards. direct: the daemon mapped the
-  // range itself (iov direct_id); aligned entries go there (DirectEntry).
+  // Set once by Wrap, read-only afterwards. direct: the daemon has its own
+  // way to the range (iov direct_id); aligned entries go there
+  // (DirectEntry). nic_only: which way (the reply's reason,
+  // FGDS_IOV_GPU_DIRECT_NIC_ONLY): the daemon mapped nothing and keeps the
+  // dma-buf for a NIC, so an entry may come back "bounce this entry" and
+  // goes through the stager, which re-issues it on the staging. Without
+  // it the daemon mapped the memory (fgds module): entries never bounce
+  // and go to the ring as ordinary ones (fgds_prep_io), from any ior.
   bool direct = false;
+  bool nic_only = false;
   uint32_t direct_id = 0;
   // Bytes from dev_base that the daemon mapped: all of `size`, or less when
   // the allocation ends inside a page (only whole pages can be exported);
@@ -147,9 +156,10 @@ inline GpuIov* GpuOf(const fgds_iov* iov) {
 }
 
 // DirectEntry: whether an entry on `g` at device address `dev` can skip
-// the staging and go to the daemon on g->direct_id (still through the
-// stager, which re-issues it through the staging if the daemon answers
-// "bounce this entry", FGDS_PATH_BOUNCE_ENTRY): the daemon said DIRECT
+// the staging and go to the daemon on g->direct_id (on a NIC-only iov
+// still through the stager, which re-issues it through the staging if the
+// daemon answers "bounce this entry", FGDS_PATH_BOUNCE_ENTRY; on a mapped
+// one straight to the ring, MappedEntry): the daemon said DIRECT
 // and has not said since that the iov never moves directly,
 // the entry lies inside the mapped part, and it can go O_DIRECT (what the
 // daemon demands of GPU memory, fusefs/session/sqe_check.h): 4096-aligned
@@ -166,6 +176,18 @@ inline bool DirectEntry(const GpuIov* g, uint64_t dev, uint64_t file_offset,
          ((dev | file_offset | len) % kDirectAlign) == 0 &&
          len <= kMaxDirectLen && (sqe_flags & FGDS_SQE_BUFFERED) == 0 &&
          (ior_flags & FGDS_IOR_BUFFERED) == 0;
+}
+
+// MappedEntry: a DirectEntry of an iov the daemon mapped (not NIC-only):
+// it can never bounce, so fgds_prep_io sends it to the ring as an ordinary
+// entry on g->direct_id, without the stager (no lock, no allocation, no
+// ownership of the iov), as a host iov's. Its completion goes to the
+// caller as the daemon wrote it (a "bounce this entry" path there is the
+// daemon's error: RejectStrayBounce).
+inline bool MappedEntry(const GpuIov* g, uint64_t dev, uint64_t file_offset,
+                        uint64_t len, uint32_t sqe_flags, uint32_t ior_flags) {
+  return !g->nic_only &&
+         DirectEntry(g, dev, file_offset, len, sqe_flags, ior_flags);
 }
 
 }  // namespace fgds::usrbio::gpu

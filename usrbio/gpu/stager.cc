@@ -115,7 +115,8 @@ int Stager::PeekLocked(fgds_cqe* cqes, unsigned max) {
         HandleDirectCqeLocked(cqe);
       } else {
         if (got == max) break;
-        cqes[got++] = cqe;
+        cqes[got] = cqe;
+        RejectStrayBounce(&cqes[got++]);
         ++host;
       }
       ++head;

@@ -9,11 +9,13 @@
 //   write  D2H copy + event -> event done -> SQE from the slot -> CQE ->
 //          slot free
 //
-// An entry the daemon can take on a DIRECT iov's own id (DirectEntry) goes
-// there whole, still through the stager: if the daemon answers "bounce this
-// entry" (FGDS_PATH_BOUNCE_ENTRY, _ALWAYS: a remote backend's NIC could not
-// move it), the stager runs it through the staging as above, and the caller
-// still sees one completion (path FGDS_PATH_BOUNCE).
+// An entry the daemon can take on a NIC-only DIRECT iov's own id
+// (DirectEntry) goes there whole, still through the stager: if the daemon
+// answers "bounce this entry" (FGDS_PATH_BOUNCE_ENTRY, _ALWAYS: a remote
+// backend's NIC could not move it), the stager runs it through the staging
+// as above, and the caller still sees one completion (path
+// FGDS_PATH_BOUNCE). A mapped DIRECT iov's such entries never come here
+// (MappedEntry: they cannot bounce, fgds_prep_io puts them on the ring).
 //
 // No thread of its own: fgds_ior_submit, fgds_ior_peek and fgds_ior_wait
 // drive it. Chunks without a free slot wait in their request (staging never
@@ -103,7 +105,9 @@ class Stager {
 
   // The fgds_prep_io / submit / peek / wait of an ior that has a stager.
   int PrepHost(const fgds_sqe& sqe);
-  // `direct`: the entry goes on the iov's direct id first (DirectEntry).
+  // `direct`: the entry goes on the iov's direct id first (DirectEntry of
+  // a NIC-only iov). -EBUSY while another ior has entries on the iov (its
+  // staging serves one ior at a time).
   int PrepGpu(const fgds_iov* iov, uint32_t opcode, uint32_t sqe_flags,
               uint64_t dev, int fd_id, uint64_t file_offset, uint64_t len,
               uint64_t userdata, bool direct = false);

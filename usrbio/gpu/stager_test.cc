@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fgds/usrbio.h"
@@ -133,14 +134,17 @@ class TestDaemon {
       const fgds_sqe sqe = ior_->sqes[head & (ior_->sq_entries - 1)];
       fgds_store_release(&ring->sq_head.value, ++head);
       served.push_back(sqe);
-      if (sqe.tag == kDirectTag && direct_answer != 0) {
+      // The GPU iov's own id, whoever sent the entry (the stager, tagged,
+      // for a NIC-only iov; fgds_prep_io, untagged, for a mapped one).
+      const bool on_direct = sqe.iov_id == kDirectId;
+      if (on_direct && direct_answer != 0) {
         // "Bounce this entry": nothing moved.
         trace_->push_back("bounce " + Range(sqe.file_offset, sqe.len));
-        Post(sqe, FGDS_RESULT_BOUNCE, direct_answer);
+        Post(sqe, direct_answer_result, direct_answer);
         continue;
       }
       Post(sqe, Execute(sqe),
-           sqe.tag == kDirectTag ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE);
+           on_direct ? FGDS_PATH_DIRECT : FGDS_PATH_PAGE_CACHE);
     }
     return count;
   }
@@ -164,9 +168,12 @@ class TestDaemon {
   // failing chunk); reads copy that many bytes when it is positive.
   std::map<uint64_t, int64_t> results;
   std::vector<fgds_sqe> served;
-  // The answer to entries on a direct iov (tag kDirectTag): 0 serves them;
-  // FGDS_PATH_BOUNCE_ENTRY or _ALWAYS answers "bounce this entry".
+  // The answer to entries on the GPU iov's own id (kDirectId): 0 serves
+  // them; FGDS_PATH_BOUNCE_ENTRY or _ALWAYS answers "bounce this entry",
+  // with direct_answer_result (what a daemon that keeps to the protocol
+  // sends, unless a test makes it lie).
   uint32_t direct_answer = 0;
+  int64_t direct_answer_result = FGDS_RESULT_BOUNCE;
 
  private:
   int64_t Execute(const fgds_sqe& sqe) {
@@ -315,12 +322,26 @@ class StagerTest : public ::testing::Test {
   // Makes the GPU iov DIRECT, as the daemon's answer to its dma-buf would
   // (kDirectId, all of it), with the test daemon reaching the device
   // memory through that id (the fake's device memory is host memory).
-  void MakeDirect() {
+  // NIC-only (reply reason FGDS_IOV_GPU_DIRECT_NIC_ONLY): entries may
+  // bounce and go through the stager; mapped (reason 0): they never do and
+  // go straight to the ring.
+  void MakeDirect(bool nic_only) {
     gpu_.direct = true;
+    gpu_.nic_only = nic_only;
     gpu_.direct_id = kDirectId;
     gpu_.direct_size = gpu_.size;
     gpu_.reason = FGDS_IOV_GPU_REASON_NONE;
     daemon_->iovs[kDirectId] = {reinterpret_cast<char*>(dev_), gpu_.size};
+  }
+  void MakeNicOnly() { MakeDirect(true); }
+  void MakeMapped() { MakeDirect(false); }
+  // A TestDaemon for another ior on the same iovs and file (its own trace
+  // where another thread serves it).
+  std::unique_ptr<TestDaemon> DaemonFor(fgds_ior* ior, Trace* trace) {
+    auto daemon = std::make_unique<TestDaemon>(ior, trace);
+    daemon->file = daemon_->file;
+    daemon->iovs = daemon_->iovs;
+    return daemon;
   }
 
   // Drops the ior (and its stager) and makes a new one on the same iovs
@@ -721,12 +742,12 @@ TEST_F(StagerTest, DroppingAnIorWithAnUnreapedCompletionFreesItsIov) {
 namespace fgds::usrbio::gpu {
 namespace {
 
-// A DIRECT iov's aligned entry goes to the daemon whole, on its own id,
-// through the stager (tagged, so that a "bounce" answer can be caught),
-// and completes with the daemon's path.
+// A NIC-only DIRECT iov's aligned entry goes to the daemon whole, on its
+// own id, through the stager (tagged, so that a "bounce" answer can be
+// caught), and completes with the daemon's path.
 TEST_F(StagerTest, ADirectEntryGoesWholeOnTheDirectIdWithTheDaemonsPath) {
   Make(8, 2);
-  MakeDirect();
+  MakeNicOnly();
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 4096, 8192, 3 * kChunk, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
   ASSERT_EQ(daemon_->pending(), 1u);
@@ -751,7 +772,7 @@ TEST_F(StagerTest, ADirectEntryGoesWholeOnTheDirectIdWithTheDaemonsPath) {
 // stays direct for the next entry (the answer was not "for good").
 TEST_F(StagerTest, ABounceAnswerReissuesTheEntryThroughTheStaging) {
   Make(8, 2);
-  MakeDirect();
+  MakeNicOnly();
   daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
   FillDevice(0, 4 * kChunk, 9);
   std::vector<uint8_t> written(reinterpret_cast<uint8_t*>(dev_),
@@ -796,7 +817,7 @@ TEST_F(StagerTest, ABounceAnswerReissuesTheEntryThroughTheStaging) {
 // once, never to the direct id again.
 TEST_F(StagerTest, ABounceAlwaysAnswerSendsEveryLaterEntryToTheStaging) {
   Make(8, 2);
-  MakeDirect();
+  MakeNicOnly();
   daemon_->direct_answer = FGDS_PATH_BOUNCE_ALWAYS;
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
@@ -840,7 +861,7 @@ TEST_F(StagerTest, ABounceAlwaysAnswerSendsEveryLaterEntryToTheStaging) {
 // error, reported once and not retried.
 TEST_F(StagerTest, ARealEremoteioOnTheDirectPathIsTheEntrysError) {
   Make(8, 2);
-  MakeDirect();
+  MakeNicOnly();
   daemon_->results[8192] = -EREMOTEIO;
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 8192, kChunk, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
@@ -858,7 +879,7 @@ TEST_F(StagerTest, ARealEremoteioOnTheDirectPathIsTheEntrysError) {
 // the daemon's one answer per SQE is all that ever arrives.
 TEST_F(StagerTest, ADaemonGoneMidRetryCompletesNothingTwice) {
   Make(8, 2);
-  MakeDirect();
+  MakeNicOnly();
   daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
   ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
   ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
@@ -877,6 +898,262 @@ TEST_F(StagerTest, ADaemonGoneMidRetryCompletesNothingTwice) {
   Drive(1);
   EXPECT_EQ(done_[1].result, static_cast<int64_t>(2 * kChunk));
   EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE);
+  ExpectIdle();
+}
+
+// A mapped DIRECT iov (the daemon mapped it with the fgds module: reply
+// reason 0): its aligned entry is an ordinary one on the ring, on the
+// daemon's id, untagged; no stager is made, nobody owns the iov, and it
+// completes with the daemon's path and bytes.
+TEST_F(StagerTest, AMappedEntryGoesToTheRingWithoutTheStager) {
+  Make(8, 2);
+  MakeMapped();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 4096, 8192, 3 * kChunk, 1), 0);
+  EXPECT_EQ(StagerOf(&io_->ior), nullptr);
+  {
+    std::lock_guard<std::mutex> lock(gpu_.owner_mu);
+    EXPECT_EQ(gpu_.owner, nullptr);  // no ownership for such an entry
+  }
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->pending(), 1u);
+  const fgds_sqe sqe = daemon_->PendingSqes()[0];
+  EXPECT_EQ(sqe.tag, 0u);
+  EXPECT_EQ(sqe.iov_id, kDirectId);
+  EXPECT_EQ(sqe.iov_offset, 4096u);
+  EXPECT_EQ(sqe.len, 3 * kChunk);
+  EXPECT_EQ(sqe.userdata, 1u);  // the application's, not a Request
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(3 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
+  ExpectDeviceHoldsFile(4096, 8192, 3 * kChunk);
+  EXPECT_EQ(trace_, (Trace{"read " + Range(8192, 3 * kChunk), "done 1"}));
+  EXPECT_EQ(StagerOf(&io_->ior), nullptr);
+  ExpectIdle();
+
+  // Not aligned: the staging, as on any iov (that makes the stager).
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 100, 100, kChunk, 2), 0);
+  ASSERT_NE(StagerOf(&io_->ior), nullptr);
+  // With a stager, aligned entries still skip it: untagged on kDirectId.
+  FillDevice(8 * kChunk, 2 * kChunk, 5);
+  const std::vector<uint8_t> written(
+      reinterpret_cast<uint8_t*>(dev_ + 8 * kChunk),
+      reinterpret_cast<uint8_t*>(dev_ + 10 * kChunk));
+  ASSERT_EQ(PrepGpu(FGDS_OP_WRITE, 8 * kChunk, 12 * kChunk, 2 * kChunk, 3), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  int staged = 0, mapped = 0;
+  for (const fgds_sqe& pending : daemon_->PendingSqes()) {
+    if (pending.iov_id == kDirectId) {
+      ++mapped;
+      EXPECT_EQ(pending.tag, 0u);
+      EXPECT_EQ(pending.userdata, 3u);
+    } else {
+      ++staged;
+      EXPECT_EQ(pending.tag, kStagerTag);
+    }
+  }
+  EXPECT_EQ(mapped, 1);
+  EXPECT_EQ(staged, 2);  // cut at the file's 4096 boundary: head and tail
+  Drive(3);
+  EXPECT_EQ(done_[2].result, static_cast<int64_t>(kChunk));
+  EXPECT_EQ(done_[2].path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(done_[3].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[3].path, FGDS_PATH_DIRECT);
+  ExpectDeviceHoldsFile(100, 100, kChunk);
+  EXPECT_EQ(0, memcmp(daemon_->file.data() + 12 * kChunk, written.data(),
+                      written.size()));
+  EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 0u);
+  ExpectIdle();
+}
+
+// Two iors use one mapped iov at once: both accepted (before 4cbdab8's
+// stager path, and again now), both complete DIRECT with their bytes.
+// Only entries that need the staging still hold the iov for one ior.
+TEST_F(StagerTest, TwoIorsUseAMappedIovAtOnce) {
+  Make(8, 2);
+  MakeMapped();
+  TestIor other(&session_, 8);
+  std::unique_ptr<TestDaemon> other_daemon = DaemonFor(&other.ior, &trace_);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                         reinterpret_cast<void*>(dev_ + 4 * kChunk), kFileId,
+                         8 * kChunk, 2 * kChunk, 2),
+            0);
+  // Both in flight at once, on both rings.
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(fgds_ior_submit(&other.ior), 1);
+  ASSERT_EQ(daemon_->Serve(), 1);
+  ASSERT_EQ(other_daemon->Serve(), 1);
+  fgds_cqe cqe = {};
+  ASSERT_EQ(fgds_ior_peek(&other.ior, &cqe, 1), 1);
+  EXPECT_EQ(cqe.userdata, 2u);
+  EXPECT_EQ(cqe.result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(cqe.path, FGDS_PATH_DIRECT);
+  Drive(1);
+  EXPECT_EQ(done_[1].result, static_cast<int64_t>(2 * kChunk));
+  EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
+  ExpectDeviceHoldsFile(0, 0, 2 * kChunk);
+  ExpectDeviceHoldsFile(4 * kChunk, 8 * kChunk, 2 * kChunk);
+  EXPECT_EQ(StagerOf(&other.ior), nullptr);
+
+  // This ior stages an unaligned entry (it owns the staging now): the
+  // other may still send aligned entries, but not staged ones.
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 100, 100, kChunk, 3), 0);
+  ASSERT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                         reinterpret_cast<void*>(dev_ + 8 * kChunk), kFileId,
+                         4 * kChunk, kChunk, 4),
+            0);
+  EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                         reinterpret_cast<void*>(dev_ + 200), kFileId, 200,
+                         kChunk, 5),
+            -EBUSY);
+  ASSERT_EQ(fgds_ior_submit(&other.ior), 1);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(other_daemon->Serve(), 1);
+  ASSERT_EQ(fgds_ior_wait(&other.ior, &cqe, 1, 1, 5000000), 1);
+  EXPECT_EQ(cqe.userdata, 4u);
+  EXPECT_EQ(cqe.path, FGDS_PATH_DIRECT);
+  Drive(2);
+  EXPECT_EQ(done_[3].path, FGDS_PATH_BOUNCE);
+  ExpectDeviceHoldsFile(100, 100, kChunk);
+  ExpectDeviceHoldsFile(8 * kChunk, 4 * kChunk, kChunk);
+  ExpectIdle();
+  EXPECT_EQ(InFlight(&other.ior), 0u);
+}
+
+// Two threads, each with its own ior, keep entries in flight on one mapped
+// iov at once, many times over (the TSan stage runs this): the iov is
+// shared read-only, nothing is owned, every entry completes DIRECT with
+// its bytes.
+TEST_F(StagerTest, TwoThreadsKeepEntriesOnOneMappedIov) {
+  Make(8, 2);
+  MakeMapped();
+  constexpr int kRounds = 200;
+  auto run = [this](fgds_ior* ior, TestDaemon* daemon, uint64_t dev_offset,
+                    uint64_t file_offset, std::string* error) {
+    for (int round = 0; round < kRounds && error->empty(); ++round) {
+      for (uint64_t i = 0; i < 4; ++i) {
+        const int ret = fgds_prep_io(
+            ior, &iov_, FGDS_OP_READ, 0,
+            reinterpret_cast<void*>(dev_ + dev_offset + i * kChunk), kFileId,
+            file_offset + i * kChunk, kChunk, i);
+        if (ret != 0) *error = "prep: " + std::to_string(ret);
+      }
+      if (!error->empty() || fgds_ior_submit(ior) != 4) {
+        *error = "submit";
+        break;
+      }
+      daemon->Serve();
+      fgds_cqe cqes[4];
+      if (fgds_ior_peek(ior, cqes, 4) != 4) *error = "peek";
+      for (int i = 0; i < 4 && error->empty(); ++i) {
+        if (cqes[i].result != static_cast<int64_t>(kChunk) ||
+            cqes[i].path != FGDS_PATH_DIRECT) {
+          *error = "completion " + std::to_string(cqes[i].result);
+        }
+      }
+    }
+    if (error->empty() && StagerOf(ior) != nullptr) *error = "a stager";
+  };
+  TestIor other(&session_, 8);
+  Trace other_trace;
+  std::unique_ptr<TestDaemon> other_daemon =
+      DaemonFor(&other.ior, &other_trace);
+  std::string mine, theirs;
+  std::thread thread(run, &other.ior, other_daemon.get(), 8 * kChunk,
+                     4 * kChunk, &theirs);
+  run(&io_->ior, daemon_.get(), 0, 0, &mine);
+  thread.join();
+  EXPECT_EQ(mine, "");
+  EXPECT_EQ(theirs, "");
+  ExpectDeviceHoldsFile(0, 0, 4 * kChunk);
+  ExpectDeviceHoldsFile(8 * kChunk, 4 * kChunk, 4 * kChunk);
+  ExpectIdle();
+  EXPECT_EQ(InFlight(&other.ior), 0u);
+}
+
+// A NIC-only iov keeps the stager's rule: its aligned entries hold the iov
+// for one ior (a "bounce this entry" answer needs the staging), so another
+// ior gets -EBUSY until they are reaped.
+TEST_F(StagerTest, ANicOnlyIovServesOneIorAtATime) {
+  Make(8, 2);
+  MakeNicOnly();
+  TestIor other(&session_, 8);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_NE(StagerOf(&io_->ior), nullptr);
+  EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                         reinterpret_cast<void*>(dev_ + 4 * kChunk), kFileId, 0,
+                         2 * kChunk, 2),
+            -EBUSY);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  ASSERT_EQ(daemon_->PendingSqes()[0].tag, kDirectTag);
+  Drive(1);
+  EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
+  ExpectIdle();
+  // Reaped: free for the other ior.
+  EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                         reinterpret_cast<void*>(dev_ + 4 * kChunk), kFileId, 0,
+                         2 * kChunk, 2),
+            0);
+  delete StagerOf(&other.ior);
+  other.ior.gpu = nullptr;
+  ExpectIdle();
+}
+
+// A daemon that said "mapped" and then answers an entry "bounce this
+// entry" is broken or lying: the caller gets the entry's error
+// (-EREMOTEIO, the path as given) once, nothing is retried, and the iov
+// stays as it was. Also with a positive result beside the bounce path (no
+// bytes are believed), and with a stager on the ior (its peek).
+TEST_F(StagerTest, AMappedIovsBounceAnswerIsAnErrorNotARetry) {
+  Make(8, 2);
+  MakeMapped();
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, 2 * kChunk, 1), 0);
+  ASSERT_EQ(PrepGpu(FGDS_OP_WRITE, 4 * kChunk, 8 * kChunk, kChunk, 2), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  Drive(2);
+  EXPECT_EQ(done_[1].result, -EREMOTEIO);
+  EXPECT_EQ(done_[1].path, FGDS_PATH_BOUNCE_ENTRY);
+  EXPECT_EQ(done_[2].result, -EREMOTEIO);
+  EXPECT_EQ(done_[2].path, FGDS_PATH_BOUNCE_ENTRY);
+  EXPECT_EQ(daemon_->served.size(), 2u);  // no second try
+  EXPECT_EQ(daemon_->pending(), 0u);
+  EXPECT_EQ(StagerOf(&io_->ior), nullptr);
+  ExpectIdle();
+
+  // "For good", with bytes claimed: still an error; the iov stays DIRECT.
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ALWAYS;
+  daemon_->direct_answer_result = static_cast<int64_t>(kChunk);
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 0, 0, kChunk, 3), 0);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 1);
+  Drive(3);
+  EXPECT_EQ(done_[3].result, -EREMOTEIO);
+  EXPECT_EQ(done_[3].path, FGDS_PATH_BOUNCE_ALWAYS);
+  EXPECT_EQ(daemon_->served.size(), 1u);
+  EXPECT_FALSE(gpu_.direct_failed.load());
+  EXPECT_EQ(GpuPath(&iov_, nullptr), static_cast<int>(FGDS_PATH_DIRECT));
+  ExpectIdle();
+
+  // The same through a stager's peek (the ior also stages an entry).
+  daemon_->direct_answer = FGDS_PATH_BOUNCE_ENTRY;
+  daemon_->direct_answer_result = FGDS_RESULT_BOUNCE;
+  daemon_->served.clear();
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 100, 100, kChunk, 4), 0);
+  ASSERT_EQ(PrepGpu(FGDS_OP_READ, 8 * kChunk, 0, kChunk, 5), 0);
+  ASSERT_NE(StagerOf(&io_->ior), nullptr);
+  ASSERT_EQ(fgds_ior_submit(&io_->ior), 2);
+  Drive(5);
+  EXPECT_EQ(done_[4].result, static_cast<int64_t>(kChunk));
+  EXPECT_EQ(done_[4].path, FGDS_PATH_BOUNCE);
+  EXPECT_EQ(done_[5].result, -EREMOTEIO);
+  EXPECT_EQ(done_[5].path, FGDS_PATH_BOUNCE_ENTRY);
+  int direct = 0;
+  for (const fgds_sqe& sqe : daemon_->served) {
+    direct += sqe.iov_id == kDirectId ? 1 : 0;
+  }
+  EXPECT_EQ(direct, 1);
+  EXPECT_EQ(StagerOf(&io_->ior)->bounce_retries(), 0u);
   ExpectIdle();
 }
 

@@ -31,6 +31,7 @@
 #include "tests/kmod/libfgds/lab_main.h"
 #include "tests/lib/usrbio_stats.h"
 #include "usrbio/gpu/gpu_iov.h"
+#include "usrbio/gpu/stager.h"
 
 namespace fgds::lab {
 namespace {
@@ -97,8 +98,9 @@ void ReadCase(const std::string& name, fgds_session* s, const fgds_iov* iov,
 
 // fgds stat on the daemon this test alone used: the aligned reads and the
 // write in the GPU direct rows, the unaligned read's chunks in GPU bounce.
-void StatsCase(const std::string& mount, int64_t direct_read_bytes,
-               int64_t bounce_read_bytes, int64_t direct_write_bytes) {
+void StatsCase(const std::string& mount, int64_t direct_reads,
+               int64_t direct_read_bytes, int64_t bounce_read_bytes,
+               int64_t direct_write_bytes) {
   using testing::ReadUsrbioStats;
   const testing::UsrbioStatsRow reads =
       ReadUsrbioStats(mount, "read", "gpu-direct", "o-direct");
@@ -112,12 +114,77 @@ void StatsCase(const std::string& mount, int64_t direct_read_bytes,
       std::to_string(reads.bytes) + " B, writes " +
       std::to_string(writes.entries) + "/" + std::to_string(writes.bytes) +
       " B, gpu-bounce reads " + std::to_string(bounce) + " B";
-  if (reads.entries != 2 || reads.bytes != direct_read_bytes ||
+  if (reads.entries != direct_reads || reads.bytes != direct_read_bytes ||
       reads.errors != 0 || writes.entries != 1 ||
       writes.bytes != direct_write_bytes || bounce != bounce_read_bytes) {
     return Fail("usrbio_gpu_stats", seen);
   }
   Pass("usrbio_gpu_stats");
+}
+
+// Two iors read into one mapped GPU iov at once: a mapped iov's aligned
+// entries go to the ring without the stager (no ior of the two makes one)
+// and hold no ownership of the iov, so the second is accepted while the
+// first is still in flight (a NIC-only iov's would get -EBUSY), and both
+// land in device memory by O_DIRECT (path DIRECT).
+void TwoIorsCase(fgds_session* s, const fgds_iov* iov, LabDeviceOps& ops,
+                 const Args& args, int fd_id) {
+  const std::string name = "usrbio_gpu_read_direct_two_iors";
+  constexpr uint64_t kLen = 64 * 1024;
+  const uint64_t file_off[2] = {16 * kMiB, 17 * kMiB + 4096};
+  const uint64_t buf_off[2] = {6 * kMiB, 7 * kMiB};
+  DropCache(args.backing + "/" + args.file);
+  fgds_ior ior[2] = {};
+  bool made[2] = {false, false};
+  std::string why;
+  for (int i = 0; i < 2 && why.empty(); ++i) {
+    std::memset(ops.view() + buf_off[i], 0x5a, kLen);
+    if (int ret = fgds_ior_create(s, &ior[i], nullptr); ret != 0) {
+      why = "fgds_ior_create: " + std::to_string(ret);
+      break;
+    }
+    made[i] = true;
+    const int prep =
+        fgds_prep_io(&ior[i], iov, FGDS_OP_READ, 0,
+                     reinterpret_cast<void*>(kDeviceBase + buf_off[i]), fd_id,
+                     file_off[i], kLen, static_cast<uint64_t>(i));
+    if (prep != 0) {
+      why = "ior " + std::to_string(i) + ": fgds_prep_io " +
+            std::to_string(prep) + " with the other ior's entry in flight";
+    } else if (usrbio::gpu::StagerOf(&ior[i]) != nullptr) {
+      why = "ior " + std::to_string(i) + " made a stager for a mapped entry";
+    } else if (fgds_ior_submit(&ior[i]) != 1) {
+      why = "ior " + std::to_string(i) + ": submit";
+    }
+  }
+  for (int i = 0; i < 2 && why.empty(); ++i) {
+    fgds_cqe cqe = {};
+    if (fgds_ior_wait(&ior[i], &cqe, 1, 1, 30 * 1000 * 1000) != 1) {
+      why = "ior " + std::to_string(i) + ": no completion";
+    } else if (cqe.result != static_cast<int64_t>(kLen) ||
+               cqe.path != FGDS_PATH_DIRECT) {
+      why = "ior " + std::to_string(i) + ": result " +
+            std::to_string(cqe.result) + ", path " + std::to_string(cqe.path);
+    }
+  }
+  const int fd =
+      open((args.backing + "/" + args.file).c_str(), O_RDONLY | O_CLOEXEC);
+  for (int i = 0; i < 2 && why.empty(); ++i) {
+    std::vector<uint8_t> want(kLen);
+    if (fd < 0 ||
+        pread(fd, want.data(), kLen, static_cast<off_t>(file_off[i])) !=
+            static_cast<ssize_t>(kLen)) {
+      why = "read-back of the backing file failed";
+    } else if (std::memcmp(ops.view() + buf_off[i], want.data(), kLen) != 0) {
+      why = "ior " + std::to_string(i) + ": device memory differs from file";
+    }
+  }
+  if (fd >= 0) close(fd);
+  for (int i = 0; i < 2; ++i) {
+    if (made[i]) fgds_ior_destroy(&ior[i]);
+  }
+  if (!why.empty()) return Fail(name, why);
+  Pass(name);
 }
 
 // A user the node's mode does not admit (the guest has no udev: devtmpfs
@@ -209,6 +276,10 @@ int Run(const Args& args) {
     Fail("usrbio_gpu_iov_direct", "path " + std::to_string(path) + ", reason " +
                                       std::to_string(reason) +
                                       " (the daemon's log says why)");
+  } else if (usrbio::gpu::GpuOf(&iov)->nic_only) {
+    // The daemon mapped it (the module's node): its reply must say so
+    // (reason 0), or every entry would pay the stager's way.
+    Fail("usrbio_gpu_iov_direct", "the reply said NIC-only, not mapped");
   } else {
     Pass("usrbio_gpu_iov_direct");
   }
@@ -223,6 +294,7 @@ int Run(const Args& args) {
              4 * kMiB, kMiB, FGDS_PATH_DIRECT);
     ReadCase("usrbio_gpu_read_direct_small", &s, &iov, *ops, args, in_id,
              20 * kMiB + 4096, 64 * 1024, 9 * kMiB + 8192, FGDS_PATH_DIRECT);
+    TwoIorsCase(&s, &iov, *ops, args, in_id);
     // Not 4 KiB aligned: the stager's staging and copies.
     ReadCase("usrbio_gpu_read_unaligned_bounces", &s, &iov, *ops, args, in_id,
              24 * kMiB + 100, kMiB + 17, 12 * kMiB + 100, FGDS_PATH_BOUNCE);
@@ -263,7 +335,8 @@ int Run(const Args& args) {
     unlink((args.backing + "/" + out_name).c_str());
   }
 
-  StatsCase(args.mount, static_cast<int64_t>(4 * kMiB + 64 * 1024),
+  // The direct reads: 4 MiB, 64 KiB, and the two iors' 64 KiB each.
+  StatsCase(args.mount, 4, static_cast<int64_t>(4 * kMiB + 3 * 64 * 1024),
             static_cast<int64_t>(kMiB + 17), static_cast<int64_t>(2 * kMiB));
 
   if (int ret = fgds_iov_destroy(&iov); ret != 0) {
