@@ -162,7 +162,23 @@ TEST_P(GpuReplyTest, TheReasonSaysWhichDirectAndWhereEntriesGo) {
     EXPECT_EQ(sqe.iov_id, kDirectId);
     EXPECT_EQ(sqe.iov_offset, 8192u);
     EXPECT_EQ(sqe.tag, GetParam().nic_only ? kDirectTag : 0u);
-    // (Never served: the ring goes with the ior, the entry with it.)
+    // Served as the daemon would (the scripted one answers only messages),
+    // so that nothing is in flight when the ior goes (fgds_ior_destroy's
+    // REQUIRES): the application gets its own entry back, either way.
+    fgds_ring_header* ring = ior.ring;
+    const uint32_t tail = fgds_load_relaxed(&ring->cq_tail.value);
+    fgds_cqe& served = ior.cqes[tail & (ior.cq_entries - 1)];
+    served.result = 4096;
+    served.userdata = sqe.userdata;
+    served.path = FGDS_PATH_DIRECT;
+    served.tag = sqe.tag;
+    fgds_store_release(&ring->cq_tail.value, tail + 1);
+    fgds_cqe got = {};
+    ASSERT_EQ(fgds_ior_peek(&ior, &got, 1), 1);
+    EXPECT_EQ(got.result, 4096);
+    EXPECT_EQ(got.userdata, 1u);
+    EXPECT_EQ(got.path, FGDS_PATH_DIRECT);
+    EXPECT_EQ(got.tag, 0u);
     EXPECT_EQ(fgds_ior_destroy(&ior), 0);
     EXPECT_EQ(fgds_iov_destroy(&iov), 0);
   }
