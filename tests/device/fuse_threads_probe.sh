@@ -1,3 +1,13 @@
+#!/bin/bash
+# tests/device/fuse_threads_probe.sh: serial create, rename and unlink
+# through the mount with 1, 16 and 2 FUSE worker threads (`--threads`),
+# twice each, on the device machine (docs/fgdsd.md, "Passthrough and
+# metadata over both transports": whether fewer idle workers, so that the
+# thread that just replied takes the next request, cut a serial client's
+# time per request). Builds fgds against the carried libfuse when
+# /tmp/fgds-pt (passthrough_bench.sh's build) is not there. Carry .deps
+# and .deps-libfuse. Not run yet: the device time ran out.
+set -u
 source tests/device/deps.sh >/dev/null 2>&1
 if [ ! -x /tmp/fgds-pt/tools/fgds ]; then
   FGDS_DEPS_CACHE=$PWD/.deps-libfuse bash deploy/install-libfuse.sh >/dev/null 2>&1
