@@ -70,6 +70,12 @@ inline uint32_t InFlight(const fgds_ior* ior) {
   return __atomic_load_n(&ior->in_flight, __ATOMIC_RELAXED);
 }
 
+// Whether a completion's path is a "bounce this entry" answer (either
+// kind; the client's twin of backend::IsBounce).
+inline bool IsBouncePath(uint32_t path) {
+  return path == FGDS_PATH_BOUNCE_ENTRY || path == FGDS_PATH_BOUNCE_ALWAYS;
+}
+
 // RejectStrayBounce: the check on every completion handed to the caller
 // as the daemon wrote it. A "bounce this entry" path (FGDS_PATH_BOUNCE_ENTRY,
 // _ALWAYS) is an answer only the stager's own tries on a NIC-only GPU iov
@@ -79,10 +85,7 @@ inline uint32_t InFlight(const fgds_ior* ior) {
 // path as given), never a count of bytes that did not move, and the entry
 // is not retried.
 inline void RejectStrayBounce(fgds_cqe* cqe) {
-  if (cqe->path == FGDS_PATH_BOUNCE_ENTRY ||
-      cqe->path == FGDS_PATH_BOUNCE_ALWAYS) {
-    cqe->result = FGDS_RESULT_BOUNCE;
-  }
+  if (IsBouncePath(cqe->path)) cqe->result = FGDS_RESULT_BOUNCE;
 }
 
 }  // namespace fgds::usrbio

@@ -267,8 +267,7 @@ void Stager::HandleDirectCqeLocked(const fgds_cqe& cqe) {
       reinterpret_cast<Request*>(static_cast<uintptr_t>(cqe.userdata));
   --request->chunks;
   const bool bounce =
-      cqe.result == FGDS_RESULT_BOUNCE && (cqe.path == FGDS_PATH_BOUNCE_ENTRY ||
-                                           cqe.path == FGDS_PATH_BOUNCE_ALWAYS);
+      cqe.result == FGDS_RESULT_BOUNCE && IsBouncePath(cqe.path);
   if (!bounce) {
     request->result.AddChunk(0, request->len, cqe.result);
     request->path = cqe.path;

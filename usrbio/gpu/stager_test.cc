@@ -412,6 +412,18 @@ class StagerTest : public ::testing::Test {
     auto* dev = reinterpret_cast<uint8_t*>(dev_ + offset);
     for (uint64_t i = 0; i < len; ++i) dev[i] = static_cast<uint8_t>(seed + i);
   }
+  // Once this ior has reaped everything, `other` may take the iov: its
+  // entry (device offset `offset`, `len` bytes) is accepted, then dropped
+  // unsubmitted with its stager, which gives the iov back.
+  void ExpectFreeForAnotherIor(TestIor& other, uint64_t offset, uint64_t len) {
+    EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
+                           reinterpret_cast<void*>(dev_ + offset), kFileId, 0,
+                           len, 2),
+              0);
+    delete StagerOf(&other.ior);
+    other.ior.gpu = nullptr;
+    ExpectIdle();
+  }
   // Everything was given back: no request in flight, every slot free, the
   // iov owned by nobody.
   void ExpectIdle() {
@@ -700,13 +712,7 @@ TEST_F(StagerTest, AnotherIorCannotUseTheIovWhileThisOneHasEntriesOnIt) {
   Drive(1);
   ExpectIdle();
   // Reaped: free for the other ior.
-  EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
-                         reinterpret_cast<void*>(dev_), kFileId, 0, kChunk, 2),
-            0);
-  // Unsubmitted: dropped with its ior, which gives the iov back.
-  delete StagerOf(&other.ior);
-  other.ior.gpu = nullptr;
-  ExpectIdle();
+  ExpectFreeForAnotherIor(other, 0, kChunk);
 }
 
 TEST_F(StagerTest, DroppingAnIorWithAnUnreapedCompletionFreesItsIov) {
@@ -1090,13 +1096,7 @@ TEST_F(StagerTest, ANicOnlyIovServesOneIorAtATime) {
   EXPECT_EQ(done_[1].path, FGDS_PATH_DIRECT);
   ExpectIdle();
   // Reaped: free for the other ior.
-  EXPECT_EQ(fgds_prep_io(&other.ior, &iov_, FGDS_OP_READ, 0,
-                         reinterpret_cast<void*>(dev_ + 4 * kChunk), kFileId, 0,
-                         2 * kChunk, 2),
-            0);
-  delete StagerOf(&other.ior);
-  other.ior.gpu = nullptr;
-  ExpectIdle();
+  ExpectFreeForAnotherIor(other, 4 * kChunk, 2 * kChunk);
 }
 
 // A daemon that said "mapped" and then answers an entry "bounce this
