@@ -11,15 +11,18 @@
 // cannot connect (no RDMA device), so every entry bounces, checked by
 // content, and the stats count it. With --agent-crc the answer is "for
 // good" and the iov turns BOUNCE. Also: another user's session cannot name
-// the iov, and a user without room for one more registered file gets
-// BOUNCE with a reason. Not run anywhere: a NIC registering a GPU's
+// the iov, and a user without room for one more registered file, or a
+// daemon without address space for the iov's reservation, gets BOUNCE
+// with a reason. Not run anywhere: a NIC registering a GPU's
 // dma-buf and an agent moving its bytes in place.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,15 @@ bool WritePatternFile(const std::string& path, uint64_t size, uint64_t seed) {
 // allocations are (only aligned entries try the direct way).
 uint64_t AllocAligned(direct::FakeDeviceOps* ops, uint64_t bytes) {
   return (ops->Alloc(bytes + 4096) + 4095) & ~uint64_t{4095};
+}
+
+// The address space process `pid` uses (VmSize of /proc/PID/status).
+uint64_t VmSizeBytes(pid_t pid) {
+  const std::string status =
+      ReadAll("/proc/" + std::to_string(pid) + "/status");
+  const size_t at = status.find("VmSize:");
+  if (at == std::string::npos) return 0;
+  return std::stoull(status.substr(at + 7)) * 1024;  // in kB
 }
 
 // CephTest's mount (no agents) and a second one of the same file system
@@ -388,6 +400,58 @@ TEST_F(CephGpuNicTest, NoRoomForTheDescriptorMeansBounce) {
   EXPECT_EQ(cqe.result, static_cast<int64_t>(kMiB));
   EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
   EXPECT_TRUE(MatchesPattern(reinterpret_cast<char*>(dev), kMiB, 45, 0));
+}
+
+// No address space left in the daemon for the iov's reservation (its
+// RLIMIT_AS, lowered to a little above what it uses, stands in for a full
+// address space): the registration answers BOUNCE, reason REFUSED, the
+// entries bounce with the right bytes, and what it had charged comes back.
+// Limits that hold one such iov (one kept descriptor beside the registered
+// file, bytes for one reservation and two stagings) take a second one as
+// DIRECT once the limit is lifted; a leaked charge would refuse it.
+TEST_F(CephGpuNicTest, NoAddressSpaceForTheReservationMeansBounce) {
+  constexpr uint64_t kIovBytes = 256 * kMiB;
+  ASSERT_NO_FATAL_FAILURE(Mount({"--user-files", "2", "--user-bytes", "300M"}));
+  const std::string path = gpu_dir_ + "/full";
+  ASSERT_TRUE(WritePatternFile(path, kMiB, 46));
+  Session s(gpu_fs_->mountpoint());
+  ASSERT_EQ(s.open_result, 0);
+  const int id = RegisterPath(&s.s, path, O_RDONLY);
+  ASSERT_GE(id, 0) << strerror(-id);
+  const uint64_t dev = AllocAligned(&ops_, kIovBytes);
+
+  const pid_t daemon = gpu_fs_->daemon_pid();
+  rlimit saved = {};
+  ASSERT_EQ(prlimit(daemon, RLIMIT_AS, nullptr, &saved), 0);
+  // Room for the staging's mapping and the daemon's own needs (a new
+  // malloc arena reserves 64 MiB), not for the reservation.
+  const rlimit lowered = {VmSizeBytes(daemon) + 128 * kMiB, saved.rlim_max};
+  ASSERT_EQ(prlimit(daemon, RLIMIT_AS, &lowered, nullptr), 0);
+  auto g = std::make_unique<FakeGpuIov>(&s.s, &ops_, dev, kIovBytes);
+  ASSERT_EQ(prlimit(daemon, RLIMIT_AS, &saved, nullptr), 0);
+  ASSERT_EQ(g->result, 0);
+  uint32_t reason = 0;
+  EXPECT_EQ(fgds_iov_gpu_path(&g->iov, &reason),
+            static_cast<int>(FGDS_PATH_BOUNCE));
+  EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_REFUSED);
+  {
+    Ior ior(&s.s);
+    ASSERT_EQ(ior.result, 0);
+    ASSERT_EQ(fgds_prep_read(&ior.ior, &g->iov, reinterpret_cast<void*>(dev),
+                             id, 0, kMiB, 1),
+              0);
+    fgds_cqe cqe;
+    ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+    EXPECT_EQ(cqe.result, static_cast<int64_t>(kMiB));
+    EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
+    EXPECT_TRUE(MatchesPattern(reinterpret_cast<char*>(dev), kMiB, 46, 0));
+  }
+  g.reset();
+  FakeGpuIov again(&s.s, &ops_, dev, kIovBytes);
+  ASSERT_EQ(again.result, 0);
+  EXPECT_EQ(fgds_iov_gpu_path(&again.iov, &reason),
+            static_cast<int>(FGDS_PATH_DIRECT))
+      << "reason " << reason;
 }
 
 }  // namespace
