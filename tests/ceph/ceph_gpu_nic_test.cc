@@ -83,6 +83,22 @@ uint64_t VmSizeBytes(pid_t pid) {
   return std::stoull(status.substr(at + 7)) * 1024;  // in kB
 }
 
+// A read of the first MiB of registered file `id` (pattern `seed`) into
+// the GPU iov at `dev` comes back BOUNCE with the file's bytes.
+void ExpectTheFirstMiBBounces(fgds_session* s, fgds_iov* iov, uint64_t dev,
+                              int id, uint64_t seed) {
+  Ior ior(s);
+  ASSERT_EQ(ior.result, 0);
+  ASSERT_EQ(fgds_prep_read(&ior.ior, iov, reinterpret_cast<void*>(dev), id, 0,
+                           kMiB, 1),
+            0);
+  fgds_cqe cqe;
+  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
+  EXPECT_EQ(cqe.result, static_cast<int64_t>(kMiB));
+  EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
+  EXPECT_TRUE(MatchesPattern(reinterpret_cast<char*>(dev), kMiB, seed, 0));
+}
+
 // CephTest's mount (no agents) and a second one of the same file system
 // with an rdma:// agent (gpu_fs_; the test's directory is gpu_dir_ there).
 class CephGpuNicTest : public CephTest {
@@ -390,16 +406,7 @@ TEST_F(CephGpuNicTest, NoRoomForTheDescriptorMeansBounce) {
   EXPECT_EQ(fgds_iov_gpu_path(&g.iov, &reason),
             static_cast<int>(FGDS_PATH_BOUNCE));
   EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_REFUSED);
-  Ior ior(&s.s);
-  ASSERT_EQ(ior.result, 0);
-  ASSERT_EQ(fgds_prep_read(&ior.ior, &g.iov, reinterpret_cast<void*>(dev),
-                           ids[0], 0, kMiB, 1),
-            0);
-  fgds_cqe cqe;
-  ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
-  EXPECT_EQ(cqe.result, static_cast<int64_t>(kMiB));
-  EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
-  EXPECT_TRUE(MatchesPattern(reinterpret_cast<char*>(dev), kMiB, 45, 0));
+  ExpectTheFirstMiBBounces(&s.s, &g.iov, dev, ids[0], 45);
 }
 
 // No address space left in the daemon for the iov's reservation (its
@@ -434,18 +441,7 @@ TEST_F(CephGpuNicTest, NoAddressSpaceForTheReservationMeansBounce) {
   EXPECT_EQ(fgds_iov_gpu_path(&g->iov, &reason),
             static_cast<int>(FGDS_PATH_BOUNCE));
   EXPECT_EQ(reason, FGDS_IOV_GPU_REASON_REFUSED);
-  {
-    Ior ior(&s.s);
-    ASSERT_EQ(ior.result, 0);
-    ASSERT_EQ(fgds_prep_read(&ior.ior, &g->iov, reinterpret_cast<void*>(dev),
-                             id, 0, kMiB, 1),
-              0);
-    fgds_cqe cqe;
-    ASSERT_EQ(SubmitAndWaitAll(&ior.ior, &cqe, 1), 1);
-    EXPECT_EQ(cqe.result, static_cast<int64_t>(kMiB));
-    EXPECT_EQ(cqe.path, FGDS_PATH_BOUNCE);
-    EXPECT_TRUE(MatchesPattern(reinterpret_cast<char*>(dev), kMiB, 46, 0));
-  }
+  ExpectTheFirstMiBBounces(&s.s, &g->iov, dev, id, 46);
   g.reset();
   FakeGpuIov again(&s.s, &ops_, dev, kIovBytes);
   ASSERT_EQ(again.result, 0);
