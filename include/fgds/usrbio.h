@@ -352,10 +352,11 @@ int fgds_ior_create(struct fgds_session* session, struct fgds_ior* ior,
                     const struct fgds_ior_params* params) FGDS_NOEXCEPT;
 /* REQUIRES: nothing in flight (reap every completion first). Where
  * entries on a GPU iov's staging are still out (the daemon died with them,
- * or the caller broke this), their staging slots stay out of use and the
- * library's record of each (about 100 bytes) is not freed: a daemon still
- * running may yet write into those slots. Such an iov stays bound to this
- * ior (another ior's fgds_prep_io on it: -EBUSY) until fgds_iov_destroy. */
+ * or the caller broke this), their staging slots stay out of use, the
+ * library's record of such an entry (about 100 bytes) may stay unfreed,
+ * and the iov may stay bound to this ior (another ior's fgds_prep_io on
+ * it: -EBUSY) until fgds_iov_destroy: a daemon still running may yet
+ * write into those slots. */
 int fgds_ior_destroy(struct fgds_ior* ior) FGDS_NOEXCEPT;
 
 /* ---- files ------------------------------------------------------------ */

@@ -21,11 +21,13 @@ void* StagingAt(const GpuIov* iov, const Slot* slot) {
 
 Stager::~Stager() {
   // Only never-submitted requests, and finished ones nobody reaped, can
-  // be left (REQUIRES of fgds_ior_destroy: nothing in flight). Requests
-  // still out (a dead daemon's, or a caller's who broke that) are kept on
-  // purpose, with their slots and their hold on the iov: IOR_UNREGISTER
-  // does not wait for the daemon's I/O in flight, so a slot freed here
-  // could take that I/O's late bytes after another request was given it.
+  // be left (REQUIRES of fgds_ior_destroy: nothing in flight). What is
+  // still out (a dead daemon's, or a caller's who broke that) is kept on
+  // purpose: the slots of chunks out never go back to the iov's free ones,
+  // and requests in no list (fully cut, or direct) stay, with their hold
+  // on the iov. IOR_UNREGISTER does not wait for the daemon's I/O in
+  // flight, so a slot freed here could take that I/O's late bytes after
+  // another request was given it.
   for (Fifo<Request>* list : {&prepared_, &active_, &finished_}) {
     while (!list->empty()) {
       Request* request = list->pop();
