@@ -32,6 +32,7 @@
 #include "tests/integration/usrbio_gpu_harness.h"
 #include "tests/lib/agent_process.h"
 #include "tests/lib/file_contents.h"
+#include "tests/lib/proc_status.h"
 #include "tests/lib/test_users.h"
 
 namespace fgds::testing {
@@ -72,15 +73,6 @@ bool WritePatternFile(const std::string& path, uint64_t size, uint64_t seed) {
 // allocations are (only aligned entries try the direct way).
 uint64_t AllocAligned(direct::FakeDeviceOps* ops, uint64_t bytes) {
   return (ops->Alloc(bytes + 4096) + 4095) & ~uint64_t{4095};
-}
-
-// The address space process `pid` uses (VmSize of /proc/PID/status).
-uint64_t VmSizeBytes(pid_t pid) {
-  const std::string status =
-      ReadAll("/proc/" + std::to_string(pid) + "/status");
-  const size_t at = status.find("VmSize:");
-  if (at == std::string::npos) return 0;
-  return std::stoull(status.substr(at + 7)) * 1024;  // in kB
 }
 
 // A read of the first MiB of registered file `id` (pattern `seed`) into
@@ -432,7 +424,8 @@ TEST_F(CephGpuNicTest, NoAddressSpaceForTheReservationMeansBounce) {
   ASSERT_EQ(prlimit(daemon, RLIMIT_AS, nullptr, &saved), 0);
   // Room for the staging's mapping and the daemon's own needs (a new
   // malloc arena reserves 64 MiB), not for the reservation.
-  const rlimit lowered = {VmSizeBytes(daemon) + 128 * kMiB, saved.rlim_max};
+  const rlimit lowered = {ProcStatusBytes(daemon, "VmSize") + 128 * kMiB,
+                          saved.rlim_max};
   ASSERT_EQ(prlimit(daemon, RLIMIT_AS, &lowered, nullptr), 0);
   auto g = std::make_unique<FakeGpuIov>(&s.s, &ops_, dev, kIovBytes);
   ASSERT_EQ(prlimit(daemon, RLIMIT_AS, &saved, nullptr), 0);

@@ -24,6 +24,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/lib/mounted_fs.h"
+#include "tests/lib/proc_status.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -39,18 +40,6 @@ namespace {
 
 constexpr size_t kFileSize = size_t{8} << 20;
 constexpr size_t kChunk = size_t{1} << 20;
-
-// A line "Name:  value kB" of /proc/<pid>/status, in bytes; 0 if absent.
-uint64_t StatusBytes(pid_t pid, const std::string& name) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(name + ":", 0) == 0) {
-      return std::stoull(line.substr(name.size() + 1)) * 1024;
-    }
-  }
-  return 0;
-}
 
 // Whether `pid` is alive and not a zombie.
 bool Alive(pid_t pid) {
@@ -138,7 +127,7 @@ TEST(DaemonAddressSpaceTest, CappedDaemonFailsRequestsAndLivesOn) {
   rlimit old_limit;
   ASSERT_EQ(prlimit(daemon, RLIMIT_AS, nullptr, &old_limit), 0)
       << strerror(errno);
-  const uint64_t vm_size = StatusBytes(daemon, "VmSize");
+  const uint64_t vm_size = ProcStatusBytes(daemon, "VmSize");
   ASSERT_GT(vm_size, 0u);
   rlimit capped = old_limit;
   capped.rlim_cur = vm_size;

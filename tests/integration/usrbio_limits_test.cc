@@ -34,6 +34,7 @@
 #include "fgds/usrbio_wire.h"
 #include "gtest/gtest.h"
 #include "tests/integration/usrbio_harness.h"
+#include "tests/lib/proc_status.h"
 #include "tests/lib/test_users.h"
 
 namespace fgds::testing {
@@ -129,18 +130,6 @@ uint64_t ReadNumber(const std::string& path) {
   uint64_t n = 0;
   in >> n;
   return n;
-}
-
-// The daemon's address space (VmSize), in bytes.
-uint64_t VmSize(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmSize:", 0) == 0) {
-      return std::stoull(line.substr(7)) * 1024;
-    }
-  }
-  return 0;
 }
 
 // The session socket's path, from <mount>/.fgds/session.
@@ -642,7 +631,7 @@ TEST_F(UsrbioLimitsTest, AllUsersTogetherStopAtTheDaemonsCap) {
 // daemon's address space, and the next ordinary `cat` aborted it.
 TEST_F(UsrbioLimitsTest, SparseHugeMemfdsAreRefusedWithoutMapping) {
   ASSERT_NO_FATAL_FAILURE(Mount());
-  const uint64_t before = VmSize(fs_->daemon_pid());
+  const uint64_t before = ProcStatusBytes(fs_->daemon_pid(), "VmSize");
   const std::string mnt = mnt_;
   Held bob(bob_, [mnt] {
     Outcome o;
@@ -678,7 +667,7 @@ TEST_F(UsrbioLimitsTest, SparseHugeMemfdsAreRefusedWithoutMapping) {
       << bob.outcome().describe;
   EXPECT_EQ(bob.outcome().other, -EINVAL);
   // Nothing of it stayed in the daemon's address space.
-  EXPECT_LT(VmSize(fs_->daemon_pid()), before + kGiB);
+  EXPECT_LT(ProcStatusBytes(fs_->daemon_pid(), "VmSize"), before + kGiB);
   const Outcome alice = AliceStillWorks();
   EXPECT_EQ(alice.result, 0) << "step " << alice.other;
   bob.Release();
