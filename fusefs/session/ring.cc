@@ -598,6 +598,12 @@ void Ring::MaybeWantHelp(uint32_t left) {
 
 void Ring::Dispatch(Scratch* scratch, uint32_t count) {
   const uint64_t check_start = stats_ != nullptr ? StageNowNs() : 0;
+  // Counted before any of these entries is posted: a client that has
+  // reaped every completion then reads counters that include them.
+  if (stats_ != nullptr) {
+    stats_->stages().Add(RingStageStats::kEntries, count);
+    stats_->stages().Add(RingStageStats::kBatches, 1);
+  }
   RingBatch* batch = nullptr;
   try {
     batch = new RingBatch(shared_from_this(), count);
@@ -670,14 +676,14 @@ void Ring::Dispatch(Scratch* scratch, uint32_t count) {
   tl_dispatching = nullptr;
   const uint64_t submit_end = stats_ != nullptr ? StageNowNs() : 0;
   const uint32_t served_inline = batch->inline_;
+  if (stats_ != nullptr) {
+    stats_->stages().Add(RingStageStats::kInline, served_inline);
+  }
   const uint64_t post_ns = batch->PostInline(stats_ != nullptr);
   batch->Release();
   if (stats_ == nullptr) return;
   RingStageStats& stages = stats_->stages();
-  stages.Add(RingStageStats::kInline, served_inline);
   if (served_inline > 0) stages.Add(RingStageStats::kPostNs, post_ns);
-  stages.Add(RingStageStats::kEntries, count);
-  stages.Add(RingStageStats::kBatches, 1);
   stages.Add(RingStageStats::kTakeNs, submit_start - check_start);
   stages.Add(RingStageStats::kSubmitNs, submit_end - submit_start);
 }
