@@ -16,7 +16,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,19 +39,6 @@ namespace {
 
 constexpr size_t kFileSize = size_t{8} << 20;
 constexpr size_t kChunk = size_t{1} << 20;
-
-// Whether `pid` is alive and not a zombie.
-bool Alive(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("State:", 0) == 0) {
-      return line.find('Z') == std::string::npos &&
-             line.find('X') == std::string::npos;
-    }
-  }
-  return false;
-}
 
 char Byte(size_t i) { return static_cast<char>(i * 7 + 3); }
 
@@ -170,7 +156,7 @@ TEST(DaemonAddressSpaceTest, CappedDaemonFailsRequestsAndLivesOn) {
     EXPECT_TRUE(e == 0 || e == ENOMEM || e == EIO || e == EAGAIN || e == ENOSPC)
         << "unexpected error under the cap: " << strerror(e);
   }
-  ASSERT_TRUE(Alive(daemon)) << "the daemon died under the cap";
+  ASSERT_TRUE(ProcRunning(daemon)) << "the daemon died under the cap";
   ASSERT_TRUE(IsFuseMount(mnt)) << "the mount is gone";
 
   // Memory back: everything works again, data intact.
@@ -182,7 +168,7 @@ TEST(DaemonAddressSpaceTest, CappedDaemonFailsRequestsAndLivesOn) {
     EXPECT_EQ(WriteFile(mnt + "/after" + std::to_string(i), 0), 0);
     EXPECT_EQ(CatFile(mnt + "/after" + std::to_string(i), true), 0);
   }
-  EXPECT_TRUE(Alive(daemon));
+  EXPECT_TRUE(ProcRunning(daemon));
   EXPECT_TRUE((*fs)->Unmount().ok());
 }
 

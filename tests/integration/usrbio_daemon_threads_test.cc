@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/integration/usrbio_harness.h"
+#include "tests/lib/proc_status.h"
 #include "tests/lib/test_users.h"
 
 namespace fgds::testing {
@@ -29,12 +30,8 @@ namespace {
 
 // Threads of process `pid` (/proc/<pid>/status), or -1.
 int ThreadsOf(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  }
-  return -1;
+  const std::string threads = ProcStatusField(pid, "Threads");
+  return threads.empty() ? -1 : std::stoi(threads);
 }
 
 // Whether process `pid` (a child of ours, so it stays a zombie until
@@ -42,16 +39,7 @@ int ThreadsOf(pid_t pid) {
 bool ExitsWithin(pid_t pid, std::chrono::seconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-    std::string line;
-    bool running = false;
-    while (std::getline(status, line)) {
-      if (line.rfind("State:", 0) == 0) {
-        running = line.find('Z') == std::string::npos &&
-                  line.find('X') == std::string::npos;
-      }
-    }
-    if (!running) return true;
+    if (!ProcRunning(pid)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return false;

@@ -1,8 +1,8 @@
 // File: tests/lib/proc_status.h
 //
-// ProcStatusBytes: a "Name:  value kB" line of /proc/<pid>/status (VmSize,
-// VmRSS, ...) in bytes, or 0 if the process or the line is not there.
-// Tests that cap a daemon's address space start from its VmSize.
+// Fields of /proc/<pid>/status, for tests that watch a daemon: its
+// address space (tests that cap it start from its VmSize), its threads,
+// whether it still runs.
 #ifndef FGDS_TESTS_LIB_PROC_STATUS_H_
 #define FGDS_TESTS_LIB_PROC_STATUS_H_
 
@@ -14,15 +14,29 @@
 
 namespace fgds::testing {
 
-inline uint64_t ProcStatusBytes(pid_t pid, const std::string& name) {
+// The value of the line "Name:  value" ("" if the process or the line is
+// not there).
+inline std::string ProcStatusField(pid_t pid, const std::string& name) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind(name + ":", 0) == 0) {
-      return std::stoull(line.substr(name.size() + 1)) * 1024;
-    }
+    if (line.rfind(name + ":", 0) == 0) return line.substr(name.size() + 1);
   }
-  return 0;
+  return "";
+}
+
+// A "Name:  value kB" line (VmSize, VmRSS, ...) in bytes, or 0.
+inline uint64_t ProcStatusBytes(pid_t pid, const std::string& name) {
+  const std::string value = ProcStatusField(pid, name);
+  return value.empty() ? 0 : std::stoull(value) * 1024;
+}
+
+// Whether `pid` is there and neither a zombie nor dead (a child of the
+// caller stays a zombie until reaped).
+inline bool ProcRunning(pid_t pid) {
+  const std::string state = ProcStatusField(pid, "State");
+  return !state.empty() && state.find('Z') == std::string::npos &&
+         state.find('X') == std::string::npos;
 }
 
 }  // namespace fgds::testing
